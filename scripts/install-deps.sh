@@ -1,0 +1,30 @@
+#!/bin/bash
+# Installs every Debian 12 package that building, testing and demonstrating burst needs.
+# Run as root on a fresh machine. Idempotent.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev llvm           # fuzz preset (libFuzzer), sanitizers
+  libgtest-dev libgmock-dev googletest    # unit and engine tests
+  libbenchmark-dev                        # micro-benchmarks
+  libisal-dev zlib1g-dev                  # ICRC: ISA-L crc32, cross-checked against zlib
+  valgrind                                # instruction counts (callgrind) in bench/
+  libcli11-dev                            # command lines of the tools
+)
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps.sh: run as root (it calls apt-get)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Sets up and runs every test of burst: the release build with all tests, the
+# ASan+UBSan build of the unit and engine tests, and a bounded libFuzzer run.
+# Usage (as root, on Debian 12):  ./scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+
+./scripts/install-deps.sh
+
+echo "== release build + all tests"
+cmake --preset default
+cmake --build build/default -j"$JOBS"
+ctest --preset default -j1 --timeout 900
+
+echo "== ASan + UBSan build + tests"
+cmake --preset asan
+cmake --build build/asan -j"$JOBS"
+ctest --preset asan -j1 --timeout 1800 -LE slow
+
+echo "== libFuzzer targets (bounded runs)"
+cmake --preset fuzz
+cmake --build build/fuzz -j"$JOBS"
+ctest --test-dir build/fuzz -L fuzz --output-on-failure --timeout 300
+
+echo "== all tests passed"
