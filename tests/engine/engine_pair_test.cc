@@ -74,6 +74,13 @@ struct Case {
   Faults faults;
 };
 
+void PrintTo(const Faults& f, std::ostream* os) { *os << f.name; }
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << op_name(c.op) << " " << c.size << "B x" << c.count << " mtu" << core::mtu_bytes(c.mtu)
+      << " " << c.faults.name;
+}
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return std::string(op_name(c.op)) + "_" + std::to_string(c.size) + "B_x" +
@@ -203,12 +210,15 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
     }
   }
   EXPECT_EQ(first_diff(src_mem, dst_mem, total), -1) << "payload differs";
-  if (c.faults.f.corrupt > 0) {
-    EXPECT_GT(pair.engine(0).counters().rx_drop[static_cast<size_t>(wire::RxDrop::kBadIcrc)] +
-                  pair.engine(1).counters().rx_drop[static_cast<size_t>(wire::RxDrop::kBadIcrc)],
-              0u)
-        << "corrupted frames must be caught by the ICRC";
-  }
+  // Corrupted frames must be caught (by the ICRC, or by the header checks when
+  // the flip hit Ethernet/IP/UDP); a flip in a masked or unchecked field (TTL,
+  // MAC) is harmless, so ask for detections only when several frames were hit.
+  const uint64_t corrupted = pair.wire().port(0).counters().corrupted +
+                             pair.wire().port(1).counters().corrupted;
+  uint64_t caught = 0;
+  for (int s = 0; s < 2; ++s)
+    for (uint64_t d : pair.engine(s).counters().rx_parse_drop) caught += d;
+  if (corrupted >= 3) EXPECT_GT(caught, 0u) << corrupted << " frames corrupted, none caught";
 }
 
 std::vector<Case> rc_cases() {

@@ -250,7 +250,10 @@ int run_loopback(const Options& o, Op op) {
   };
   uint64_t drops = 0;
   for (int s = 0; s < 2; ++s)
+  {
     for (uint64_t d : pair.engine(s).counters().rx_drop) drops += d;
+    for (uint64_t d : pair.engine(s).counters().rx_parse_drop) drops += d;
+  }
   const double gbit = static_cast<double>(completed) * static_cast<double>(o.size) * 8 / secs / 1e9;
   std::printf(
       "burst-xfer backend=%s op=%s size=%" PRIu64 " qps=%u depth=%u mtu=%u msgs=%" PRIu64

@@ -1,0 +1,212 @@
+// The transport of one worker: owns its QPs and CQs, never locks, never
+// allocates on the fast path, never logs per packet.
+//
+//   rx_burst(frames)  parse + ICRC check -> dispatch by destination QPN ->
+//                     responder (requests) / completer (responses) / UD receive;
+//                     payload placement through the CopyEngine; completions are
+//                     posted after the copies they depend on (drained before return).
+//   tx_build(bufs)    fills empty buffers with the next frames, per QP responder
+//                     output first (READ responses, atomic ACKs, ACK, NAK), then
+//                     requests and retransmissions; QPs are served round-robin.
+//   tick(now)         transport timers (retransmit), RNR waits.
+//
+// All three take now_ns, a monotonic clock read once per loop iteration by the
+// caller; the engine reads no clock itself.
+//
+// Threading: every member runs on the owning worker thread (the control-plane
+// calls too: burstd forwards them to the worker). The MrTable is shared with the
+// control plane (see mr.h for its contract).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/copy/copy_engine.h"
+#include "core/counters.h"
+#include "core/cq.h"
+#include "core/mr.h"
+#include "core/qp.h"
+#include "core/status.h"
+#include "core/verbs.h"
+#include "datapath/datapath.h"
+
+namespace burst::core {
+
+struct LocalPort {
+  std::array<uint8_t, 6> mac{};
+  std::vector<std::array<uint8_t, 16>> gids;  // sgid_index -> GID (IPv4 as ::ffff:a.b.c.d)
+  uint32_t l2_mtu = 1514;  // largest frame the datapath carries (Ethernet header included, no FCS)
+};
+
+struct EngineConfig {
+  LocalPort port;
+  uint32_t max_qps = 1024;
+  uint32_t first_qpn = 0x11;       // QPN allocation start (QPs 0 and 1 are special)
+  uint32_t max_cqs = 1024;
+  uint32_t ack_coalesce_pkts = 16;  // requester sets AckReq at least every this many packets
+  uint32_t window_pkts = 1024;      // most unacknowledged packets per QP (< 2^23)
+  uint32_t tx_qp_burst = 32;        // frames per QP per round of tx_build (fairness)
+  bool verify_icrc = true;
+};
+
+struct QpInitAttr {
+  QpType type = QpType::kRc;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  QpCap cap;
+  bool sq_sig_all = false;
+  bool gsi = false;  // UD only: create QP1 (the GSI QP; one per engine)
+};
+
+class EngineTestPeer;
+
+class Engine {
+ public:
+  Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Control plane (owning thread).
+  Status create_cq(uint32_t depth, uint32_t* cq_id);
+  Status destroy_cq(uint32_t cq_id);  // kBusy while a QP uses it
+  Status create_qp(const QpInitAttr& init, uint32_t* qpn);  // *cap is rounded up in query_qp
+  Status destroy_qp(uint32_t qpn);
+  Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t attr_mask);
+  Status query_qp(uint32_t qpn, QpAttr* attr, QpCap* cap) const;
+  // kInvalid for a bad WR, kNoMemory when the SQ/RQ is full, kState in RESET/INIT
+  // (and RTR for sends). In ERR (and SQE for sends) the WR completes with
+  // kWrFlushErr. Inline data (kSendInline) is read from the SGE addresses as
+  // host pointers at post time, the lkeys are ignored (libibverbs semantics).
+  Status post_send(uint32_t qpn, const SendWr& wr);
+  Status post_recv(uint32_t qpn, const RecvWr& wr);
+  int poll_cq(uint32_t cq_id, Wc* wc, int max);
+  bool cq_error(uint32_t cq_id) const;  // CQ overrun happened
+
+  // Datapath (owning thread). Frames passed to rx_burst are only read during the
+  // call. tx_build fills up to n buffers (bufs[i].data, bufs[i].cap) and sets
+  // bufs[i].len; it returns the number filled.
+  void rx_burst(const datapath::Frame* frames, uint32_t n, uint64_t now_ns);
+  uint32_t tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns);
+  void tick(uint64_t now_ns);
+  bool tx_pending() const { return tx_count_ != 0; }
+
+  const EngineCounters& counters() const { return counters_; }
+  const EngineConfig& config() const { return config_; }
+  uint32_t port_max_mtu_bytes() const { return port_max_mtu_; }  // largest path MTU the port carries
+
+ private:
+  friend class EngineTestPeer;
+
+  enum class Build : uint8_t { kBuilt, kBlocked, kNoRoom };
+
+  struct CqSlot {
+    bool in_use = false;
+    uint32_t qp_refs = 0;
+    Cq cq;
+  };
+  struct PendingCqe {
+    uint32_t cq_id;
+    uint32_t qp_index;
+    uint32_t qpn;
+    Wc wc;
+  };
+
+  // engine.cc: tables, completions, errors.
+  Qp* find_qp(uint32_t qpn);
+  const Qp* find_qp(uint32_t qpn) const;
+  void emit_cqe(const Qp& qp, bool send_side, const Wc& wc);
+  void flush_cqes();
+  void complete_send_tail(Qp& qp, WcStatus status);
+  void enter_error(Qp& qp);
+  void flush_sq(Qp& qp);
+  void flush_rq(Qp& qp);
+  void reset_queues(Qp& qp);
+  void tx_schedule(Qp& qp);
+  void timer_watch(Qp& qp);
+  void timer_unwatch(Qp& qp);
+  void copy(void* dst, const void* src, uint32_t len);
+  bool make_path(const Address& ah, uint32_t src_qpn, uint32_t dest_qpn,
+                 wire::PathHeaders* path) const;
+  bool path_ok(const Address& ah) const;
+
+  // qp.cc: modify_qp helpers.
+  Status check_attr_values(const Qp& qp, const QpAttr& attr, uint32_t mask) const;
+  void apply_attrs(Qp& qp, const QpAttr& attr, uint32_t mask);
+
+  // requester.cc (RC).
+  bool req_can_send(const Qp& qp, uint64_t now_ns) const;
+  Build build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t now_ns);
+  bool gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, uint8_t* dst,
+              WcStatus* err);
+  bool validate_local_sges(const Qp& qp, const SendWqe& wqe, WcStatus* err) const;
+
+  // completer.cc (RC).
+  void rc_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
+  bool implicit_ack(Qp& qp, Psn upto, uint64_t now_ns);
+  void go_back_n(Qp& qp, Psn from);
+  void req_progress(Qp& qp, uint64_t now_ns);
+  bool count_retry(Qp& qp, WcStatus exhausted);
+  void complete_error_at(Qp& qp, WcStatus status);
+  void complete_tail_ok(Qp& qp);
+  void check_tail_error(Qp& qp);
+  void on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
+  void on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
+
+  // responder.cc (RC).
+  void rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
+  void rc_duplicate(Qp& qp, const wire::PacketView& pv);
+  void rc_send(Qp& qp, const wire::PacketView& pv);
+  void rc_write(Qp& qp, const wire::PacketView& pv);
+  void rc_read(Qp& qp, const wire::PacketView& pv);
+  void rc_atomic(Qp& qp, const wire::PacketView& pv);
+  bool take_rwqe(Qp& qp, const wire::PacketView& pv);
+  bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err);
+  void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len,
+                     uint32_t wc_flags, uint32_t imm);
+  void resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status);
+  void resp_nak(Qp& qp, uint8_t syndrome);
+  void queue_response(Qp& qp, uint32_t res_index);
+  bool resp_has_output(const Qp& qp) const;
+  Build build_response(Qp& qp, datapath::Frame& buf);
+
+  // ud.cc.
+  void ud_receive(Qp& qp, const wire::PacketView& pv);
+  Build build_ud_send(Qp& qp, datapath::Frame& buf);
+
+  // rx_dispatch.cc.
+  void dispatch(const wire::PacketView& pv, uint64_t now_ns);
+  uint32_t build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_t now_ns,
+                        bool* no_room);
+  bool qp_tx_ready(const Qp& qp, uint64_t now_ns) const;
+  void count_tx(uint32_t len) {
+    ++counters_.tx_packets;
+    counters_.tx_bytes += len;
+  }
+
+  // retransmit.cc.
+  void arm_retx(Qp& qp, uint64_t now_ns);
+  void check_timers(Qp& qp, uint64_t now_ns);
+
+  EngineConfig config_;
+  MrTable& mrs_;
+  CopyEngine& copier_;
+  uint32_t port_max_mtu_ = 256;
+
+  std::vector<Qp> qps_;          // max_qps slots + 1 for QP1 (last slot)
+  std::vector<uint32_t> qp_gen_;  // per slot: generation, part of the QPN
+  std::vector<uint32_t> free_qps_;
+  std::vector<CqSlot> cqs_;       // cq_id = index; slot 0 unused
+  std::vector<PendingCqe> pending_;  // completions waiting for copies (reserved)
+  std::vector<uint32_t> tx_list_;    // ring of QP slots with transmit work
+  uint32_t tx_head_ = 0;
+  uint32_t tx_count_ = 0;
+  std::vector<uint32_t> timer_list_;  // QP slots with an armed timer
+  uint64_t next_timer_ns_ = 0;        // earliest deadline in timer_list_ (0 = none)
+  uint16_t ipv4_id_ = 1;
+  bool flushing_ = false;  // inside flush_cqes()
+  EngineCounters counters_;
+};
+
+}  // namespace burst::core

@@ -1,0 +1,81 @@
+// Protection domains and memory regions of one device.
+//
+// Threading contract: the table is written by the control plane (alloc/dealloc
+// PD, reg/dereg MR, and by the owning worker for SEND_WITH_INVALIDATE) and read by
+// the workers on every packet. Lookups are lock-free array reads that never
+// allocate. Today every call runs on one thread; when burstd runs several
+// workers, dereg_mr must be handed to the workers through their control rings
+// (the entry arrays never move, so a lookup never touches freed memory).
+//
+// Keys: lkey == rkey == (index << 8) | generation. The 24-bit index selects the
+// entry; the low byte changes on every registration of that entry, so a stale
+// key (from a previous registration) misses, as on real RNICs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/verbs.h"
+
+namespace burst::core {
+
+class MrTable {
+ public:
+  explicit MrTable(uint32_t max_mrs = 1u << 16, uint32_t max_pds = 1u << 12);
+
+  // Control plane.
+  uint32_t alloc_pd();  // 0 when no PD is left
+  Status dealloc_pd(uint32_t pd);  // kBusy while MRs or QPs use it
+  bool pd_valid(uint32_t pd) const;
+  // References held by QPs (and other objects) on a PD; used by the engine.
+  Status pd_ref(uint32_t pd);
+  void pd_unref(uint32_t pd);
+
+  // host_base is where burst touches the bytes (the iova itself for in-process
+  // users, later a mapping of application memory); iova is what the peer and the
+  // work requests use as addresses.
+  Status reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
+                uint32_t access, uint32_t* lkey, uint32_t* rkey);
+  Status dereg_mr(uint32_t lkey);
+  // SEND_WITH_INVALIDATE: the rkey (and its lkey) stop working until the MR is
+  // registered again. kNotFound for an unknown key, kPermission for another PD.
+  Status invalidate_rkey(uint32_t pd, uint32_t rkey);
+
+  // Worker lookups. Both check key (index + generation), PD, access and bounds
+  // (overflow-safe) and return the host address of addr, or nullptr.
+  // local(): need_access is kAccessLocalWrite for placement, 0 for gather; *err
+  // is kLocProtErr on any failure.
+  uint8_t* local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
+                 uint32_t need_access, WcStatus* err) const;
+  uint8_t* remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
+                  uint32_t need_access) const;
+
+  uint32_t mr_count() const { return mr_count_; }
+
+ private:
+  struct Mr {
+    uint8_t* host = nullptr;
+    uint64_t iova = 0;
+    uint64_t length = 0;
+    uint32_t pd = 0;
+    uint32_t access = 0;
+    uint32_t key = 0;      // current key; 0 while the entry is free
+    bool valid = false;    // registered and not invalidated
+  };
+  struct Pd {
+    bool in_use = false;
+    uint32_t refs = 0;
+  };
+
+  const Mr* find(uint32_t key) const;
+  static bool in_bounds(const Mr& mr, uint64_t addr, uint64_t len);
+
+  std::vector<Mr> mrs_;              // index 0 unused, so no key is 0
+  std::vector<uint32_t> free_mrs_;   // free entry indices
+  std::vector<uint8_t> generation_;  // per entry, survives dereg
+  std::vector<Pd> pds_;              // index 0 unused
+  uint32_t mr_count_ = 0;
+};
+
+}  // namespace burst::core

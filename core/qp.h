@@ -1,0 +1,168 @@
+// Per-QP state of the transport, in plain structs: the send queue with the
+// requester/completer state, the receive queue with the responder state, and
+// the attributes set through modify_qp. Every ring is allocated at create_qp;
+// nothing here allocates on the fast path.
+//
+// Threading: a QP belongs to one engine (one worker); every field is written and
+// read by that worker only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/verbs.h"
+#include "core/wire/frame.h"
+#include "core/wire/psn.h"
+
+namespace burst::core {
+
+using wire::Psn;
+
+constexpr uint32_t kMaxRdAtomic = 16;      // device limit: max_rd_atomic, max_dest_rd_atomic
+constexpr uint32_t kMaxQpWr = 1u << 15;    // device limit: max_send_wr, max_recv_wr
+constexpr uint32_t kMaxInlineData = 1024;  // device limit: max_inline_data
+constexpr uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
+
+// IBA RNR NAK timer (9.7.5.2.8): encoded value -> wait in nanoseconds.
+uint64_t rnr_timer_ns(uint8_t code);
+// IBA local ACK timeout: 4.096 us * 2^timeout; 0 means infinite (returns 0).
+uint64_t ack_timeout_ns(uint8_t timeout);
+
+struct SendWqe {
+  SendWr wr;
+  uint32_t length = 0;     // total bytes of the message
+  uint32_t npkts = 0;      // PSNs the message consumes (READ: response packets)
+  Psn first_psn;           // valid once `assigned`
+  Psn last_psn;
+  bool assigned = false;   // PSNs assigned (the first packet went out)
+  bool rd_atomic = false;  // READ or atomic: counts against max_rd_atomic
+  bool inline_data = false;
+  bool signaled = false;
+  uint64_t atomic_orig = 0;  // source of the copy of the atomic result into the local SGE
+  WcStatus local_err = WcStatus::kSuccess;  // found before sending; completes once it is the oldest
+};
+
+struct SendQueue {
+  std::vector<SendWqe> ring;
+  uint32_t mask = 0;
+  uint32_t head = 0;        // next slot to post (free-running)
+  uint32_t tail = 0;        // oldest WQE not completed
+  uint32_t assigned = 0;    // WQEs [tail, assigned) have PSNs
+  uint32_t cursor = 0;      // WQE of the next packet to (re)transmit
+  uint32_t cursor_pkt = 0;  // packet index inside that WQE
+  std::vector<uint8_t> inline_buf;  // max_inline_data bytes per slot
+  uint32_t inline_stride = 0;
+
+  uint32_t count() const { return head - tail; }
+  SendWqe& at(uint32_t i) { return ring[i & mask]; }
+  const SendWqe& at(uint32_t i) const { return ring[i & mask]; }
+  uint8_t* inline_of(uint32_t i) { return inline_buf.data() + size_t{i & mask} * inline_stride; }
+};
+
+struct RecvQueue {
+  std::vector<RecvWr> ring;
+  uint32_t mask = 0;
+  uint32_t head = 0;  // next slot to post
+  uint32_t tail = 0;  // oldest WQE not consumed
+
+  uint32_t count() const { return head - tail; }
+  bool empty() const { return head == tail; }
+  RecvWr& front() { return ring[tail & mask]; }
+};
+
+// Requester and completer state (RC).
+struct ReqState {
+  Psn psn_alloc;   // first PSN of the next WQE to be assigned
+  Psn psn_hi;      // one past the highest PSN ever transmitted
+  Psn una;         // oldest PSN not acknowledged
+  Psn last_ackreq;  // PSN of the last packet sent with AckReq
+  uint32_t rd_atomic_inflight = 0;  // assigned READ/atomic WQEs not completed
+  uint8_t retry_left = 0;
+  uint8_t rnr_left = 0;
+  uint64_t retx_deadline_ns = 0;  // transport timer; 0 = disarmed
+  uint64_t rnr_until_ns = 0;      // RNR wait; 0 = not waiting
+  bool oos_armed = false;         // a READ response gap already triggered a retransmit
+  Psn oos_psn;                    // ... from this PSN
+};
+
+// A responder resource for one READ or atomic request (IBA 9.7.5.1.x): kept so a
+// duplicate can be answered without executing the request again.
+struct RdAtomicRes {
+  enum Kind : uint8_t { kFree = 0, kRead, kAtomic };
+  Kind kind = kFree;
+  bool queued = false;  // responses waiting for transmission
+  Psn first_psn;
+  Psn last_psn;
+  uint32_t rkey = 0;
+  uint64_t va = 0;
+  uint32_t len = 0;
+  uint64_t orig = 0;  // atomic: original value returned in the ATOMIC ACK
+  // Transmit cursor of a (re)response.
+  Psn tx_psn;
+  Psn tx_first_psn;  // first PSN of this (re)response: the FIRST/ONLY packet
+  uint64_t tx_va = 0;
+  uint32_t tx_left = 0;
+};
+
+struct RespState {
+  enum Msg : uint8_t { kNone = 0, kSend, kWrite };
+  Psn epsn;
+  uint32_t msn = 0;
+  bool nak_outstanding = false;  // seq/RNR NAK sent: silence until ePSN arrives
+  Msg msg = kNone;               // multi-packet message in progress
+  bool rwqe_held = false;        // rq.front() belongs to the message in progress
+  uint32_t msg_bytes = 0;        // bytes received of the message in progress
+  uint32_t rwqe_len = 0;         // total length of the held RWQE
+  uint32_t sge_idx = 0;          // scatter cursor into the held RWQE
+  uint32_t sge_off = 0;
+  uint64_t write_va = 0;
+  uint32_t write_rkey = 0;
+  uint32_t write_left = 0;
+  uint32_t write_len = 0;  // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
+  // Output.
+  bool ack_pending = false;
+  bool nak_pending = false;  // NAK (seq, RNR or fatal) waiting for transmission
+  uint8_t nak_syndrome = 0;
+  Psn nak_psn;
+  bool fatal = false;        // error NAK queued: the QP is in ERR, only the NAK leaves
+  std::array<RdAtomicRes, kMaxRdAtomic> res{};
+  uint32_t res_next = 0;     // next resource to allocate (ring over max_dest_rd_atomic)
+  std::array<uint8_t, kMaxRdAtomic> queue{};  // resources with responses to send, in order
+  uint32_t q_head = 0;
+  uint32_t q_count = 0;
+};
+
+struct Qp {
+  bool in_use = false;
+  uint32_t qpn = 0;
+  uint32_t index = 0;
+  QpType type = QpType::kRc;
+  QpState state = QpState::kReset;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  QpCap cap;
+  bool sq_sig_all = false;
+  QpAttr attr;          // attributes as last set (qp_state mirrors `state`)
+  uint32_t mtu = 1024;  // path MTU in bytes
+  wire::PathHeaders path{};  // RC: headers toward the connected peer
+
+  SendQueue sq;
+  RecvQueue rq;
+  ReqState req;
+  RespState resp;
+
+  // Engine bookkeeping (owned by the engine's lists).
+  bool in_tx_list = false;
+  bool in_timer_list = false;
+  uint32_t timer_pos = 0;
+};
+
+// modify_qp validation in the style of the kernel's ib_modify_qp_is_ok: is the
+// transition legal for the QP type, are the required attributes present and no
+// attribute outside required|optional? Values are checked separately.
+bool modify_transition_ok(QpType type, bool gsi, QpState cur, QpState next, uint32_t mask);
+
+}  // namespace burst::core

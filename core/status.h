@@ -1,0 +1,49 @@
+// The error convention of the C++ core: every fallible call returns a Status.
+// Errc values map one-to-one onto the errno values the verbs layer reports
+// (to_errno()), so the control plane can hand them to libibverbs unchanged.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+
+namespace burst::core {
+
+enum class Errc : uint8_t {
+  kOk = 0,
+  kInvalid,       // EINVAL: bad argument or attribute
+  kNoMemory,      // ENOMEM: table or queue full
+  kNotFound,      // ENOENT: no such object
+  kBusy,          // EBUSY: object still in use
+  kNotSupported,  // EOPNOTSUPP
+  kState,         // EINVAL: operation not allowed in the object's current state
+  kPermission,    // EACCES
+};
+
+class [[nodiscard]] Status {
+ public:
+  constexpr Status() = default;
+  constexpr Status(Errc e) : errc_(e) {}  // NOLINT(google-explicit-constructor): `return Errc::kX;`
+  static constexpr Status Ok() { return Status(); }
+
+  constexpr bool ok() const { return errc_ == Errc::kOk; }
+  constexpr Errc errc() const { return errc_; }
+  constexpr int to_errno() const {
+    switch (errc_) {
+      case Errc::kOk: return 0;
+      case Errc::kInvalid: return EINVAL;
+      case Errc::kNoMemory: return ENOMEM;
+      case Errc::kNotFound: return ENOENT;
+      case Errc::kBusy: return EBUSY;
+      case Errc::kNotSupported: return EOPNOTSUPP;
+      case Errc::kState: return EINVAL;
+      case Errc::kPermission: return EACCES;
+    }
+    return EINVAL;
+  }
+  constexpr bool operator==(const Status&) const = default;
+
+ private:
+  Errc errc_ = Errc::kOk;
+};
+
+}  // namespace burst::core

@@ -1,0 +1,18 @@
+# burst_core: the transport (QPs, CQs, MRs, requester / responder / completer, UD,
+# timers) over the wire format (burst_wire) and the copy engine (burst_copy).
+add_library(burst_core STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/completer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/counters.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cq.cc
+  ${CMAKE_CURRENT_LIST_DIR}/engine.cc
+  ${CMAKE_CURRENT_LIST_DIR}/mr.cc
+  ${CMAKE_CURRENT_LIST_DIR}/qp.cc
+  ${CMAKE_CURRENT_LIST_DIR}/requester.cc
+  ${CMAKE_CURRENT_LIST_DIR}/responder.cc
+  ${CMAKE_CURRENT_LIST_DIR}/responder_tx.cc
+  ${CMAKE_CURRENT_LIST_DIR}/retransmit.cc
+  ${CMAKE_CURRENT_LIST_DIR}/rx_dispatch.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ud.cc
+)
+target_include_directories(burst_core PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(burst_core PUBLIC burst_wire burst_copy burst_datapath burst_options)

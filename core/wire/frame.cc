@@ -1,0 +1,274 @@
+#include "core/wire/frame.h"
+
+#include <cassert>
+#include <cstring>
+
+namespace burst::wire {
+namespace {
+
+constexpr uint32_t kEthBytes = sizeof(EthHdr);
+constexpr uint32_t kVlanBytes = sizeof(VlanHdr);
+constexpr uint32_t kUdpBytes = sizeof(UdpHdr);
+constexpr uint32_t kMaxIpLen = 0xFFFF;  // IPv4 total length / IPv6 payload length field
+
+// ::ffff:a.b.c.d
+void ipv4_mapped_gid(const uint8_t* addr, Gid* gid) {
+  gid->fill(0);
+  (*gid)[10] = 0xFF;
+  (*gid)[11] = 0xFF;
+  std::memcpy(gid->data() + 12, addr, 4);
+}
+
+uint32_t l3_offset(const PathHeaders& path) { return kEthBytes + (path.has_vlan ? kVlanBytes : 0); }
+uint32_t ip_header_bytes(const PathHeaders& path) {
+  return path.ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+}
+uint8_t pad_for(uint32_t payload_len) { return static_cast<uint8_t>((4 - (payload_len & 3)) & 3); }
+
+}  // namespace
+
+uint16_t ipv4_checksum(const uint8_t* hdr, uint32_t len) {
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i + 1 < len; i += 2) sum += load_be16(hdr + i);
+  if (len & 1) sum += uint32_t{hdr[len - 1]} << 8;
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+const char* rx_drop_name(RxDrop d) {
+  switch (d) {
+    case RxDrop::kNone:
+      return "none";
+    case RxDrop::kTooShort:
+      return "too_short";
+    case RxDrop::kNotIp:
+      return "not_ip";
+    case RxDrop::kBadIpHeader:
+      return "bad_ip_header";
+    case RxDrop::kIpFragment:
+      return "ip_fragment";
+    case RxDrop::kNotUdp:
+      return "not_udp";
+    case RxDrop::kNotRoce:
+      return "not_roce";
+    case RxDrop::kBadLength:
+      return "bad_length";
+    case RxDrop::kBadTver:
+      return "bad_tver";
+    case RxDrop::kBadOpcode:
+      return "bad_opcode";
+    case RxDrop::kBadPad:
+      return "bad_pad";
+    case RxDrop::kBadIcrc:
+      return "bad_icrc";
+    case RxDrop::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool verify_icrc) {
+  if (len < kEthBytes) return RxDrop::kTooShort;
+  const auto& eth = *reinterpret_cast<const EthHdr*>(frame);
+  uint16_t ethertype = eth.ethertype();
+  uint32_t l3 = kEthBytes;
+  out->has_vlan = false;
+  out->vlan_tci = 0;
+  if (ethertype == kEtherTypeVlan) {
+    if (len < kEthBytes + kVlanBytes) return RxDrop::kTooShort;
+    const auto& vlan = *reinterpret_cast<const VlanHdr*>(frame + kEthBytes);
+    out->has_vlan = true;
+    out->vlan_tci = vlan.tci();
+    ethertype = vlan.ethertype();
+    l3 += kVlanBytes;
+  }
+
+  const uint32_t l3_avail = len - l3;
+  uint32_t ip_hdr;
+  uint32_t ip_len;
+  if (ethertype == kEtherTypeIpv4) {
+    if (l3_avail < sizeof(Ipv4Hdr)) return RxDrop::kTooShort;
+    const auto& ip = *reinterpret_cast<const Ipv4Hdr*>(frame + l3);
+    if (ip.version() != 4 || ip.ihl() < 5) return RxDrop::kBadIpHeader;
+    ip_hdr = ip.header_bytes();
+    ip_len = ip.total_len();
+    if (ip_len < ip_hdr) return RxDrop::kBadIpHeader;
+    if (l3_avail < ip_len) return RxDrop::kTooShort;  // Ethernet padding past ip_len is fine
+    if (ip.is_fragment()) return RxDrop::kIpFragment;
+    if (ip.protocol() != kIpProtoUdp) return RxDrop::kNotUdp;
+    out->ipv6 = false;
+    out->ecn = ip.ecn();
+    ipv4_mapped_gid(ip.saddr_bytes(), &out->sgid);
+    ipv4_mapped_gid(ip.daddr_bytes(), &out->dgid);
+  } else if (ethertype == kEtherTypeIpv6) {
+    if (l3_avail < sizeof(Ipv6Hdr)) return RxDrop::kTooShort;
+    const auto& ip = *reinterpret_cast<const Ipv6Hdr*>(frame + l3);
+    if (ip.version() != 6) return RxDrop::kBadIpHeader;
+    ip_hdr = sizeof(Ipv6Hdr);
+    ip_len = ip_hdr + ip.payload_len();
+    if (l3_avail < ip_len) return RxDrop::kTooShort;
+    if (ip.next_header() != kIpProtoUdp) return RxDrop::kNotUdp;
+    out->ipv6 = true;
+    out->ecn = ip.ecn();
+    std::memcpy(out->sgid.data(), ip.saddr(), 16);
+    std::memcpy(out->dgid.data(), ip.daddr(), 16);
+  } else {
+    return RxDrop::kNotIp;
+  }
+
+  // From here on everything is inside [l3, l3 + ip_len), which is inside the frame.
+  const uint32_t udp_off = l3 + ip_hdr;
+  const uint32_t l4_len = ip_len - ip_hdr;
+  if (l4_len < kUdpBytes) return RxDrop::kBadLength;
+  const auto& udp = *reinterpret_cast<const UdpHdr*>(frame + udp_off);
+  if (udp.dport() != kRoceV2Port) return RxDrop::kNotRoce;
+  if (udp.len() != l4_len) return RxDrop::kBadLength;
+  if (l4_len < kUdpBytes + sizeof(Bth) + kIcrcBytes) return RxDrop::kBadLength;
+
+  const uint32_t bth_off = udp_off + kUdpBytes;
+  const auto& bth = *reinterpret_cast<const Bth*>(frame + bth_off);
+  if (bth.tver() != 0) return RxDrop::kBadTver;
+  const OpcodeInfo& info = opcode_info(bth.opcode());
+  if (!info.valid()) return RxDrop::kBadOpcode;
+  if (l4_len < kUdpBytes + info.hdr_len + kIcrcBytes) return RxDrop::kBadLength;
+  const uint32_t payload_and_pad = l4_len - kUdpBytes - info.hdr_len - kIcrcBytes;
+  const uint32_t pad = bth.pad_count();
+  if (pad > payload_and_pad) return RxDrop::kBadPad;
+  if (!(info.flags & kHasPayload) && payload_and_pad != 0) return RxDrop::kBadLength;
+  if (verify_icrc && !icrc_verify(frame + l3, ip_len, out->ipv6)) return RxDrop::kBadIcrc;
+
+  out->frame = frame;
+  out->frame_len = len;
+  out->l3_off = static_cast<uint16_t>(l3);
+  out->udp_off = static_cast<uint16_t>(udp_off);
+  out->bth_off = static_cast<uint16_t>(bth_off);
+  out->payload_off = static_cast<uint16_t>(bth_off + info.hdr_len);
+  out->payload_len = payload_and_pad - pad;
+  out->opcode = bth.opcode();
+  out->info = &info;
+  out->smac = eth.smac();
+  out->dmac = eth.dmac();
+  out->udp_sport = udp.sport();
+  return RxDrop::kNone;
+}
+
+uint32_t header_bytes(const PathHeaders& path, uint8_t opcode) {
+  const OpcodeInfo& info = opcode_info(opcode);
+  if (!info.valid()) return 0;
+  return l3_offset(path) + ip_header_bytes(path) + kUdpBytes + info.hdr_len;
+}
+
+uint32_t frame_bytes(const PathHeaders& path, uint8_t opcode, uint32_t payload_len) {
+  const uint32_t hdr = header_bytes(path, opcode);
+  if (hdr == 0) return 0;
+  return hdr + payload_len + pad_for(payload_len) + kIcrcBytes;
+}
+
+FrameWriter::FrameWriter(uint8_t* buf, uint32_t cap, const PathHeaders& path, uint8_t opcode,
+                         uint32_t payload_len)
+    : buf_(buf), info_(&opcode_info(opcode)), payload_len_(payload_len) {
+  if (!info_->valid()) return;
+  if (payload_len > 0 && !(info_->flags & kHasPayload)) return;
+  const uint32_t l3 = l3_offset(path);
+  const uint32_t ip_hdr = ip_header_bytes(path);
+  const uint32_t pad = pad_for(payload_len);
+  if (payload_len > kMaxIpLen) return;  // keeps the sums below far from overflow
+  const uint32_t l4_len = kUdpBytes + info_->hdr_len + payload_len + pad + kIcrcBytes;
+  const uint32_t ip_len_field = path.ipv6 ? l4_len : ip_hdr + l4_len;
+  if (ip_len_field > kMaxIpLen) return;
+  const uint32_t frame_len = l3 + ip_hdr + l4_len;
+  if (buf == nullptr || cap < frame_len) return;
+
+  ok_ = true;
+  ipv6_ = path.ipv6;
+  pad_ = static_cast<uint8_t>(pad);
+  frame_len_ = frame_len;
+  l3_off_ = static_cast<uint16_t>(l3);
+  bth_off_ = static_cast<uint16_t>(l3 + ip_hdr + kUdpBytes);
+  payload_off_ = static_cast<uint16_t>(bth_off_ + info_->hdr_len);
+
+  auto& eth = *reinterpret_cast<EthHdr*>(buf);
+  eth.set_dmac(path.dmac);
+  eth.set_smac(path.smac);
+  if (path.has_vlan) {
+    eth.set_ethertype(kEtherTypeVlan);
+    auto& vlan = *reinterpret_cast<VlanHdr*>(buf + kEthBytes);
+    vlan.set_tci(path.vlan_tci);
+    vlan.set_ethertype(path.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
+  } else {
+    eth.set_ethertype(path.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
+  }
+
+  if (path.ipv6) {
+    auto& ip = *reinterpret_cast<Ipv6Hdr*>(buf + l3);
+    ip.set_vtf(6, path.traffic_class, path.flow_label);
+    ip.set_payload_len(static_cast<uint16_t>(l4_len));
+    ip.set_next_header(kIpProtoUdp);
+    ip.set_hop_limit(path.hop_limit);
+    ip.set_saddr(path.sgid.data());
+    ip.set_daddr(path.dgid.data());
+  } else {
+    auto& ip = *reinterpret_cast<Ipv4Hdr*>(buf + l3);
+    ip.set_version_ihl(4, 5);
+    ip.set_tos(path.traffic_class);
+    ip.set_total_len(static_cast<uint16_t>(ip_len_field));
+    ip.set_id(0);
+    ip.set_frag(kIpv4FlagDf);
+    ip.set_ttl(path.hop_limit);
+    ip.set_protocol(kIpProtoUdp);
+    ip.set_checksum(0);
+    ip.set_saddr(load_be32(path.sgid.data() + 12));
+    ip.set_daddr(load_be32(path.dgid.data() + 12));
+  }
+
+  auto& udp = *reinterpret_cast<UdpHdr*>(buf + l3 + ip_hdr);
+  udp.set_sport(path.udp_sport);
+  udp.set_dport(kRoceV2Port);
+  udp.set_len(static_cast<uint16_t>(l4_len));
+  udp.set_checksum(0);
+
+  std::memset(buf + bth_off_, 0, info_->hdr_len);  // BTH + extension headers
+  auto& bth = *reinterpret_cast<Bth*>(buf + bth_off_);
+  bth.set_opcode(opcode);
+  bth.set_pad_count(pad_);
+  bth.set_pkey(kDefaultPkey);
+}
+
+Bth& FrameWriter::bth() { return *reinterpret_cast<Bth*>(ok_ ? buf_ + bth_off_ : scratch_); }
+
+uint8_t* FrameWriter::ext_ptr(uint8_t off) {
+  assert((!ok_ || off != 0) && "the opcode does not carry this extension header");
+  if (!ok_ || off == 0) return scratch_;
+  return buf_ + bth_off_ + off;
+}
+
+void FrameWriter::set_ipv4_id(uint16_t id) {
+  if (!ok_ || ipv6_) return;
+  reinterpret_cast<Ipv4Hdr*>(buf_ + l3_off_)->set_id(id);
+}
+
+uint32_t FrameWriter::finish() {
+  if (!ok_) return 0;
+  const uint32_t ip_hdr = ipv6_ ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+  const uint32_t l4_len = frame_len_ - l3_off_ - ip_hdr;
+  uint8_t* l3 = buf_ + l3_off_;
+  if (ipv6_) {
+    reinterpret_cast<Ipv6Hdr*>(l3)->set_payload_len(static_cast<uint16_t>(l4_len));
+  } else {
+    auto& ip = *reinterpret_cast<Ipv4Hdr*>(l3);
+    ip.set_total_len(static_cast<uint16_t>(ip_hdr + l4_len));
+    ip.set_checksum(0);
+    ip.set_checksum(ipv4_checksum(l3, ip_hdr));
+  }
+  auto& udp = *reinterpret_cast<UdpHdr*>(l3 + ip_hdr);
+  udp.set_len(static_cast<uint16_t>(l4_len));
+  udp.set_checksum(0);
+  reinterpret_cast<Bth*>(buf_ + bth_off_)->set_pad_count(pad_);
+  uint8_t* pad = buf_ + payload_off_ + payload_len_;
+  std::memset(pad, 0, pad_);
+  const uint32_t covered = frame_len_ - l3_off_ - kIcrcBytes;
+  icrc_store(l3 + covered, icrc_compute(l3, covered, ipv6_));
+  return frame_len_;
+}
+
+}  // namespace burst::wire

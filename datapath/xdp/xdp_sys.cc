@@ -1,0 +1,262 @@
+#include "datapath/xdp/xdp_sys.h"
+
+#include <bpf/libbpf.h>
+#include <linux/capability.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+#ifndef MAP_HUGE_2MB
+#define MAP_HUGE_2MB (21 << 26)
+#endif
+
+namespace burst::datapath {
+
+const char* ToString(XdpAttachMode m) {
+  switch (m) {
+    case XdpAttachMode::kAuto: return "auto";
+    case XdpAttachMode::kNative: return "native";
+    case XdpAttachMode::kGeneric: return "generic";
+  }
+  return "?";
+}
+
+const char* ToString(ZeroCopyMode m) {
+  switch (m) {
+    case ZeroCopyMode::kAuto: return "auto";
+    case ZeroCopyMode::kOff: return "off";
+    case ZeroCopyMode::kRequire: return "require";
+  }
+  return "?";
+}
+
+const char* ToString(HugepageMode m) {
+  switch (m) {
+    case HugepageMode::kAuto: return "auto";
+    case HugepageMode::kOff: return "off";
+    case HugepageMode::kRequire: return "require";
+  }
+  return "?";
+}
+
+namespace xdp_sys {
+namespace {
+
+XdpError Fail(int code, std::string message) { return XdpError{code, std::move(message)}; }
+
+// ioctl(SIOCETHTOOL) on a throw-away socket; returns 0 or an errno value.
+int EthtoolIoctl(const std::string& name, void* cmd) {
+  const int fd = socket(AF_LOCAL, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  ifreq ifr{};
+  std::snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name.c_str());
+  ifr.ifr_data = static_cast<char*>(cmd);
+  const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
+  const int err = rc < 0 ? errno : 0;
+  close(fd);
+  return err;
+}
+
+bool HasCap(const __user_cap_data_struct* data, int cap) {
+  return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
+}
+
+std::mutex g_log_mutex;
+std::deque<std::string> g_log_lines;  // written by libbpf's callback, read by LibbpfLog()
+constexpr size_t kLogLines = 12;
+
+int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+  static const bool debug = [] {
+    const char* v = std::getenv("BURST_LIBBPF_DEBUG");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  char line[512];
+  va_list copy;
+  va_copy(copy, args);
+  std::vsnprintf(line, sizeof(line), fmt, copy);
+  va_end(copy);
+  if (debug) std::fputs(line, stderr);
+  if (level == LIBBPF_DEBUG) return 0;
+  std::string s(line);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (s.empty()) return 0;
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log_lines.push_back(std::move(s));
+  if (g_log_lines.size() > kLogLines) g_log_lines.pop_front();
+  return 0;
+}
+
+}  // namespace
+
+XdpError QueryNetdev(const std::string& name, NetdevInfo* out) {
+  if (name.empty() || name.size() >= IFNAMSIZ) {
+    return Fail(EINVAL, "netdev name '" + name + "' is empty or longer than 15 characters");
+  }
+  const unsigned idx = if_nametoindex(name.c_str());
+  if (idx == 0) {
+    return Fail(ENODEV, "netdev '" + name +
+                            "' does not exist in this network namespace (check `ip link`; to "
+                            "run inside a netns use `nsenter --net=/run/netns/NAME`)");
+  }
+  out->ifindex = static_cast<int>(idx);
+
+  const int fd = socket(AF_LOCAL, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Fail(errno, std::string("socket(AF_LOCAL): ") + std::strerror(errno));
+  ifreq ifr{};
+  std::snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name.c_str());
+  const int rc = ioctl(fd, SIOCGIFMTU, &ifr);
+  const int err = rc < 0 ? errno : 0;
+  close(fd);
+  if (err != 0) return Fail(err, "SIOCGIFMTU on '" + name + "': " + std::strerror(err));
+  out->mtu = static_cast<uint32_t>(ifr.ifr_mtu);
+
+  ethtool_channels ch{};
+  ch.cmd = ETHTOOL_GCHANNELS;
+  const int eerr = EthtoolIoctl(name, &ch);
+  if (eerr == 0) {
+    // Drivers report queues as rx/tx or combined channels; take what RX uses.
+    out->rx_queues = std::max({ch.rx_count, ch.combined_count, 1u});
+    out->max_queues = std::max({ch.max_rx, ch.max_tx, ch.max_combined, out->rx_queues});
+  } else if (eerr == EOPNOTSUPP) {
+    out->rx_queues = 1;  // no channel API: one queue
+    out->max_queues = 1;
+  } else {
+    return Fail(eerr, "ETHTOOL_GCHANNELS on '" + name + "': " + std::strerror(eerr));
+  }
+  return {};
+}
+
+std::string MissingCapabilities() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &hdr, data) != 0) return "(capget failed)";
+  std::string missing;
+  auto need = [&](bool ok, const char* name) {
+    if (ok) return;
+    if (!missing.empty()) missing += ", ";
+    missing += name;
+  };
+  need(HasCap(data, CAP_NET_ADMIN), "CAP_NET_ADMIN");
+  need(HasCap(data, CAP_NET_RAW), "CAP_NET_RAW");
+  need(HasCap(data, CAP_BPF) || HasCap(data, CAP_SYS_ADMIN), "CAP_BPF");
+  // Finding a stale program by id (BPF_PROG_GET_FD_BY_ID) needs CAP_SYS_ADMIN.
+  need(HasCap(data, CAP_SYS_ADMIN), "CAP_SYS_ADMIN");
+  return missing;
+}
+
+int ProbeAfXdp() {
+  const int fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  close(fd);
+  return 0;
+}
+
+uint64_t ProcessStartTime(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!in || !std::getline(in, stat)) return 0;
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string f;
+  // Fields after "(comm)" start at field 3 (state); starttime is field 22.
+  for (int i = 3; i <= 22; ++i) {
+    if (!(fields >> f)) return 0;
+  }
+  return std::strtoull(f.c_str(), nullptr, 10);
+}
+
+void RaiseMemlockLimit() {
+  rlimit r{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_MEMLOCK, &r) != 0) {
+    // Without CAP_SYS_RESOURCE raise the soft limit to the hard one.
+    if (getrlimit(RLIMIT_MEMLOCK, &r) == 0) {
+      r.rlim_cur = r.rlim_max;
+      setrlimit(RLIMIT_MEMLOCK, &r);
+    }
+  }
+}
+
+XdpError MapRegion(size_t bytes, HugepageMode mode, Region* out) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (mode != HugepageMode::kOff) {
+    const size_t len = (bytes + kHuge - 1) & ~(kHuge - 1);
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_POPULATE, -1,
+                   0);
+    if (p != MAP_FAILED) {
+      *out = Region{static_cast<uint8_t*>(p), len, true};
+      return {};
+    }
+    if (mode == HugepageMode::kRequire) {
+      const int err = errno;
+      return Fail(err, "no free 2 MB hugepages for a " + std::to_string(len >> 20) +
+                           " MB UMEM (" + std::strerror(err) +
+                           "): reserve some with `echo N > /proc/sys/vm/nr_hugepages` or set "
+                           "hugepages=auto");
+    }
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t len = (bytes + page - 1) & ~(page - 1);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    return Fail(err, "mmap of " + std::to_string(len) + " bytes for the UMEM failed: " +
+                         std::strerror(err));
+  }
+  *out = Region{static_cast<uint8_t*>(p), len, false};
+  return {};
+}
+
+void UnmapRegion(Region* r) {
+  if (r->addr != nullptr) munmap(r->addr, r->len);
+  *r = Region{};
+}
+
+void InstallLibbpfLogger() {
+  static std::once_flag once;
+  std::call_once(once, [] { libbpf_set_print(LibbpfPrint); });
+}
+
+void ClearLibbpfLog() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_log_lines.clear();
+}
+
+std::string LibbpfLog() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  std::string s;
+  for (const auto& l : g_log_lines) {
+    if (!s.empty()) s += " | ";
+    s += l;
+  }
+  return s;
+}
+
+}  // namespace xdp_sys
+}  // namespace burst::datapath

@@ -1,0 +1,53 @@
+// System helpers of the AF_XDP backend: netdev queries, capabilities, process
+// identity, UMEM memory, libbpf log capture. Control plane only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "datapath/xdp/xdp_config.h"
+
+namespace burst::datapath::xdp_sys {
+
+struct NetdevInfo {
+  int ifindex = 0;
+  uint32_t mtu = 0;         // L3 MTU of the netdev
+  uint32_t rx_queues = 1;   // receive queues in use (what rx_queue_index ranges over)
+  uint32_t max_queues = 1;  // largest queue count the device can be configured to
+};
+
+// Fills `out` for the netdev `name` of the calling thread's network namespace.
+XdpError QueryNetdev(const std::string& name, NetdevInfo* out);
+
+// Names of required capabilities the process lacks ("" when it has all).
+std::string MissingCapabilities();
+
+// 0 when the kernel can create AF_XDP sockets, else the errno value.
+int ProbeAfXdp();
+
+// Start time of `pid` in clock ticks after boot (/proc/PID/stat field 22); 0 if gone.
+uint64_t ProcessStartTime(pid_t pid);
+
+// Best effort: lift RLIMIT_MEMLOCK (UMEM and maps are charged to it on some kernels).
+void RaiseMemlockLimit();
+
+// Anonymous memory for a UMEM, on 2 MB hugepages if `mode` allows and they are free.
+struct Region {
+  uint8_t* addr = nullptr;
+  size_t len = 0;  // mapped length (rounded up to the page size used)
+  bool huge = false;
+};
+XdpError MapRegion(size_t bytes, HugepageMode mode, Region* out);
+void UnmapRegion(Region* r);
+
+// libbpf prints through a process-wide callback; this one keeps the last lines
+// (warnings and errors) so a failure message can quote the kernel's reason.
+// Set BURST_LIBBPF_DEBUG=1 to also print everything to stderr.
+void InstallLibbpfLogger();
+void ClearLibbpfLog();
+std::string LibbpfLog();  // captured lines, "" when none
+
+}  // namespace burst::datapath::xdp_sys
