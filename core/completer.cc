@@ -28,6 +28,17 @@ WcStatus nak_status(wire::NakCode code) {
 void Engine::complete_tail_ok(Qp& qp) {
   complete_send_tail(qp, WcStatus::kSuccess);
   tx_schedule(qp);  // fence, max_rd_atomic or the window may have opened
+  check_tail_error(qp);  // a WQE that failed before sending completes once it is the oldest
+}
+
+void Engine::retry_missing_responses(Qp& qp) {
+  ReqState& rq = qp.req;
+  ++counters_.read_out_of_sequence;
+  // Several later responses (or ACKs) reveal the same gap: ask again once.
+  if (rq.oos_armed && rq.oos_psn == rq.una) return;
+  rq.oos_armed = true;
+  rq.oos_psn = rq.una;
+  if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
 }
 
 void Engine::complete_error_at(Qp& qp, WcStatus status) {
@@ -42,6 +53,7 @@ void Engine::check_tail_error(Qp& qp) {
 }
 
 void Engine::req_progress(Qp& qp, uint64_t now_ns) {
+  if (qp.state == QpState::kErr) return;
   ReqState& rq = qp.req;
   rq.retry_left = qp.attr.retry_cnt;
   rq.rnr_left = qp.attr.rnr_retry;
@@ -131,19 +143,16 @@ void Engine::rc_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
     case wire::AethType::kAck:
       ++counters_.acks_received;
       if (stale) break;
-      if (!implicit_ack(qp, p + 1, now_ns)) {
-        ++counters_.read_out_of_sequence;
-        if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
-      }
-      check_tail_error(qp);
+      if (!implicit_ack(qp, p + 1, now_ns)) retry_missing_responses(qp);
       return;
     case wire::AethType::kRnrNak:
       ++counters_.rnr_naks_received;
       if (stale) break;
       if (!implicit_ack(qp, p, now_ns)) {
-        if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
+        retry_missing_responses(qp);
         return;
       }
+      if (qp.state == QpState::kErr) return;
       if (qp.attr.rnr_retry != 7) {
         if (rq.rnr_left == 0) {
           complete_error_at(qp, WcStatus::kRnrRetryExcErr);
@@ -165,11 +174,12 @@ void Engine::rc_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
         // nothing new (the responder saw the packets behind the RNR'd one).
         if (rq.rnr_until_ns != 0 && p == rq.una) break;
         implicit_ack(qp, p, now_ns);
+        if (qp.state == QpState::kErr) return;
         if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
         return;
       }
       implicit_ack(qp, p, now_ns);
-      complete_error_at(qp, nak_status(code));
+      if (qp.state != QpState::kErr) complete_error_at(qp, nak_status(code));
       return;
     }
     case wire::AethType::kReserved:
@@ -193,6 +203,7 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
     return;
   }
   const bool in_order_before = implicit_ack(qp, p, now_ns);
+  if (qp.state == QpState::kErr) return;
   if (sq.tail == sq.assigned) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
     return;
@@ -200,13 +211,8 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
   SendWqe& w = sq.at(sq.tail);
   if (!in_order_before || p != rq.una) {
     // A gap: responses of the oldest READ are missing. Ask again from the first
-    // missing PSN, once per gap.
-    ++counters_.read_out_of_sequence;
-    if (!(rq.oos_armed && rq.oos_psn == rq.una)) {
-      rq.oos_armed = true;
-      rq.oos_psn = rq.una;
-      if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
-    }
+    // missing PSN.
+    retry_missing_responses(qp);
     return;
   }
   if (w.wr.opcode != WrOpcode::kRdmaRead || wire::psn_after(p, w.last_psn)) {
@@ -246,10 +252,7 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
   }
   rq.una = p + 1;
   req_progress(qp, now_ns);
-  if (is_last) {
-    complete_tail_ok(qp);
-    check_tail_error(qp);
-  }
+  if (is_last) complete_tail_ok(qp);
 }
 
 void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
@@ -265,18 +268,14 @@ void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) 
     return;
   }
   const bool in_order_before = implicit_ack(qp, p, now_ns);
+  if (qp.state == QpState::kErr) return;
   if (sq.tail == sq.assigned) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
     return;
   }
   SendWqe& w = sq.at(sq.tail);
   if (!in_order_before || p != rq.una) {
-    ++counters_.read_out_of_sequence;
-    if (!(rq.oos_armed && rq.oos_psn == rq.una)) {
-      rq.oos_armed = true;
-      rq.oos_psn = rq.una;
-      if (count_retry(qp, WcStatus::kRetryExcErr)) go_back_n(qp, rq.una);
-    }
+    retry_missing_responses(qp);
     return;
   }
   if (!w.rd_atomic || w.wr.opcode == WrOpcode::kRdmaRead || w.first_psn != p) {
@@ -295,7 +294,6 @@ void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) 
   rq.una = p + 1;
   req_progress(qp, now_ns);
   complete_tail_ok(qp);
-  check_tail_error(qp);
 }
 
 }  // namespace burst::core

@@ -208,7 +208,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   mrs_.pd_unref(qp->pd);
   --cqs_[qp->send_cq].qp_refs;
   --cqs_[qp->recv_cq].qp_refs;
-  // Drop completions still waiting for copies: the QP is gone.
+  // Completions of this QP still waiting for their copies are delivered first.
   flush_cqes();
   qp->in_use = false;
   qp->sq.ring = {};

@@ -151,6 +151,7 @@ class Engine {
   void complete_error_at(Qp& qp, WcStatus status);
   void complete_tail_ok(Qp& qp);
   void check_tail_error(Qp& qp);
+  void retry_missing_responses(Qp& qp);
   void on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
   void on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
 

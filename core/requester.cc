@@ -179,8 +179,13 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
     if (w.rd_atomic) ++rq.rd_atomic_inflight;
   }
 
-  const bool ack_req = last_of_message || w.rd_atomic ||
-                       wire::psn_diff(psn, rq.last_ackreq) >= static_cast<int32_t>(config_.ack_coalesce_pkts);
+  // AckReq: end of a message, every ack_coalesce_pkts packets, and on the packet
+  // that fills the window (or the requester would wait for the timer).
+  const int32_t window = static_cast<int32_t>(config_.window_pkts);
+  const bool ack_req =
+      last_of_message || w.rd_atomic ||
+      wire::psn_diff(psn, rq.last_ackreq) >= static_cast<int32_t>(config_.ack_coalesce_pkts) ||
+      wire::psn_diff(psn + 1, rq.una) >= window;
   wire::Bth& bth = fw.bth();
   bth.set_dest_qpn(qp.attr.dest_qp_num);
   bth.set_psn(psn);

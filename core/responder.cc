@@ -3,6 +3,7 @@
 // sequence and length checks, receive WQE consumption (RNR NAK when none), rkey /
 // access / bounds checks through MrTable::remote, atomics executed atomically on
 // host memory. Payload goes through the CopyEngine.
+#include <array>
 #include <atomic>
 
 #include "core/engine.h"
@@ -135,6 +136,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
     return;
   }
   r.nak_outstanding = false;  // the expected PSN arrived
+  if (r.nak_pending) r.nak_pending = false;  // a sequence/RNR NAK not sent yet is moot now
 
   const wire::OpcodeInfo& info = *pv.info;
   const bool first = info.has(wire::kFirst);
@@ -418,10 +420,22 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
   } else {
     ++counters_.atomic_replays;  // the saved result, never executed again
   }
-  // Responses still queued are for requests the requester will repeat too
-  // (Go-Back-N): restart from the duplicate.
-  for (uint32_t i = 0; i < r.q_count; ++i) r.res[r.queue[(r.q_head + i) % kMaxRdAtomic]].queued = false;
-  r.q_count = 0;
+  // Queued responses from this request on are for requests the requester
+  // repeats too (Go-Back-N): drop them and restart from the duplicate. Earlier
+  // ones (e.g. replays queued by the duplicates just before this one) stay ahead.
+  std::array<uint8_t, kMaxRdAtomic> keep{};
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < r.q_count; ++i) {
+    const uint8_t q = r.queue[(r.q_head + i) % kMaxRdAtomic];
+    if (wire::psn_before(r.res[q].first_psn, found->first_psn)) {
+      keep[kept++] = q;
+    } else {
+      r.res[q].queued = false;
+    }
+  }
+  r.q_head = 0;
+  r.q_count = kept;
+  for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
   found->tx_psn = found->tx_first_psn = psn;
   queue_response(qp, slot);
 }

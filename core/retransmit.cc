@@ -7,7 +7,7 @@
 namespace burst::core {
 
 void Engine::arm_retx(Qp& qp, uint64_t now_ns) {
-  if (qp.req.retx_deadline_ns != 0) return;
+  if (qp.req.retx_deadline_ns != 0 || qp.state == QpState::kErr) return;
   const uint64_t t = ack_timeout_ns(qp.attr.timeout);
   if (t == 0) return;  // timeout 0: wait forever
   qp.req.retx_deadline_ns = now_ns + t;

@@ -25,15 +25,23 @@ uint32_t ip_header_bytes(const PathHeaders& path) {
 }
 uint8_t pad_for(uint32_t payload_len) { return static_cast<uint8_t>((4 - (payload_len & 3)) & 3); }
 
-}  // namespace
-
-uint16_t ipv4_checksum(const uint8_t* hdr, uint32_t len) {
-  uint32_t sum = 0;
-  for (uint32_t i = 0; i + 1 < len; i += 2) sum += load_be16(hdr + i);
-  if (len & 1) sum += uint32_t{hdr[len - 1]} << 8;
-  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
+// Zeroes n bytes (n a multiple of 4, at most 64: the BTH and extension headers)
+// with fixed-size stores. A variable-size memset here compiled to `rep stosq`,
+// whose start-up cost was a third of the time to build an ACK.
+void zero_headers(uint8_t* p, uint32_t n) {
+  static constexpr uint8_t kZeros[32] = {};
+  if (n >= 32) {
+    std::memcpy(p, kZeros, 32);
+    std::memcpy(p + n - 32, kZeros, 32);
+  } else if (n >= 16) {
+    std::memcpy(p, kZeros, 16);
+    std::memcpy(p + n - 16, kZeros, 16);
+  } else {
+    for (uint32_t i = 0; i < n; i += 4) std::memcpy(p + i, kZeros, 4);
+  }
 }
+
+}  // namespace
 
 const char* rx_drop_name(RxDrop d) {
   switch (d) {
@@ -133,7 +141,8 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
   if (l4_len < kUdpBytes + info.hdr_len + kIcrcBytes) return RxDrop::kBadLength;
   const uint32_t payload_and_pad = l4_len - kUdpBytes - info.hdr_len - kIcrcBytes;
   const uint32_t pad = bth.pad_count();
-  if (pad > payload_and_pad) return RxDrop::kBadPad;
+  // IBA: headers, payload and pad end on a 4-byte boundary (PadCnt exists for that).
+  if (pad > payload_and_pad || (payload_and_pad & 3) != 0) return RxDrop::kBadPad;
   if (!(info.flags & kHasPayload) && payload_and_pad != 0) return RxDrop::kBadLength;
   if (verify_icrc && !icrc_verify(frame + l3, ip_len, out->ipv6)) return RxDrop::kBadIcrc;
 
@@ -219,6 +228,13 @@ FrameWriter::FrameWriter(uint8_t* buf, uint32_t cap, const PathHeaders& path, ui
     ip.set_checksum(0);
     ip.set_saddr(load_be32(path.sgid.data() + 12));
     ip.set_daddr(load_be32(path.dgid.data() + 12));
+    // Checksum of the fields that finish() does not change, from values rather
+    // than from the bytes just stored (reading those back stalls on the stores).
+    const uint32_t saddr = load_be32(path.sgid.data() + 12);
+    const uint32_t daddr = load_be32(path.dgid.data() + 12);
+    ipv4_sum_ = (0x45u << 8 | path.traffic_class) + kIpv4FlagDf +
+                (uint32_t{path.hop_limit} << 8 | kIpProtoUdp) + (saddr >> 16) + (saddr & 0xFFFF) +
+                (daddr >> 16) + (daddr & 0xFFFF);
   }
 
   auto& udp = *reinterpret_cast<UdpHdr*>(buf + l3 + ip_hdr);
@@ -227,7 +243,7 @@ FrameWriter::FrameWriter(uint8_t* buf, uint32_t cap, const PathHeaders& path, ui
   udp.set_len(static_cast<uint16_t>(l4_len));
   udp.set_checksum(0);
 
-  std::memset(buf + bth_off_, 0, info_->hdr_len);  // BTH + extension headers
+  zero_headers(buf + bth_off_, info_->hdr_len);  // BTH + extension headers
   auto& bth = *reinterpret_cast<Bth*>(buf + bth_off_);
   bth.set_opcode(opcode);
   bth.set_pad_count(pad_);
@@ -244,6 +260,7 @@ uint8_t* FrameWriter::ext_ptr(uint8_t off) {
 
 void FrameWriter::set_ipv4_id(uint16_t id) {
   if (!ok_ || ipv6_) return;
+  ipv4_id_ = id;
   reinterpret_cast<Ipv4Hdr*>(buf_ + l3_off_)->set_id(id);
 }
 
@@ -256,16 +273,19 @@ uint32_t FrameWriter::finish() {
     reinterpret_cast<Ipv6Hdr*>(l3)->set_payload_len(static_cast<uint16_t>(l4_len));
   } else {
     auto& ip = *reinterpret_cast<Ipv4Hdr*>(l3);
-    ip.set_total_len(static_cast<uint16_t>(ip_hdr + l4_len));
-    ip.set_checksum(0);
-    ip.set_checksum(ipv4_checksum(l3, ip_hdr));
+    const uint32_t total_len = ip_hdr + l4_len;
+    ip.set_total_len(static_cast<uint16_t>(total_len));
+    uint32_t sum = ipv4_sum_ + total_len + ipv4_id_;
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    ip.set_checksum(static_cast<uint16_t>(~sum));
   }
   auto& udp = *reinterpret_cast<UdpHdr*>(l3 + ip_hdr);
   udp.set_len(static_cast<uint16_t>(l4_len));
   udp.set_checksum(0);
   reinterpret_cast<Bth*>(buf_ + bth_off_)->set_pad_count(pad_);
   uint8_t* pad = buf_ + payload_off_ + payload_len_;
-  std::memset(pad, 0, pad_);
+  for (uint32_t i = 0; i < pad_; ++i) pad[i] = 0;
   const uint32_t covered = frame_len_ - l3_off_ - kIcrcBytes;
   icrc_store(l3 + covered, icrc_compute(l3, covered, ipv6_));
   return frame_len_;

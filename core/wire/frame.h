@@ -37,7 +37,7 @@ enum class RxDrop : uint8_t {
   kBadLength,    // UDP length vs IP length, or opcode headers / ICRC do not fit
   kBadTver,      // BTH transport header version is not 0
   kBadOpcode,    // opcode not in the table (RD, XRC, reserved ...)
-  kBadPad,       // pad count larger than the payload
+  kBadPad,       // pad count larger than the payload, or payload + pad not a multiple of 4
   kBadIcrc,      // ICRC mismatch
   kCount
 };
@@ -160,6 +160,8 @@ class FrameWriter {
   uint16_t l3_off_ = 0;
   uint16_t bth_off_ = 0;
   uint16_t payload_off_ = 0;
+  uint32_t ipv4_sum_ = 0;  // one's complement sum of the IPv4 fields finish() leaves alone
+  uint16_t ipv4_id_ = 0;
   uint8_t pad_ = 0;
   bool ipv6_ = false;
   bool ok_ = false;

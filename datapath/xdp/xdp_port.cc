@@ -144,25 +144,31 @@ bool OwnerAlive(const burst_steer_owner& o) {
   return start != 0 && start == o.start_time;  // same pid, same process (not reused)
 }
 
-const char* ModeName(uint32_t flag) {
-  return flag == XDP_FLAGS_DRV_MODE ? "native" : "generic";
-}
+const char* ModeName(uint32_t flag) { return flag == XDP_FLAGS_DRV_MODE ? "native" : "generic"; }
 
 std::string OffCommand(const std::string& dev, uint32_t flag) {
-  return "`ip link set dev " + dev + (flag == XDP_FLAGS_DRV_MODE ? " xdpdrv off`" : " xdpgeneric off`");
+  return "`ip link set dev " + dev +
+         (flag == XDP_FLAGS_DRV_MODE ? " xdpdrv off`" : " xdpgeneric off`");
 }
 
 }  // namespace
 
 const char* SteerCounterName(uint32_t index) {
   switch (index) {
-    case BURST_STEER_STEERED: return "steered";
-    case BURST_STEER_PASS_NOT_ROCE: return "pass_not_roce";
-    case BURST_STEER_PASS_UNPARSABLE: return "pass_unparsable";
-    case BURST_STEER_PASS_IP_FRAGMENT: return "pass_ip_fragment";
-    case BURST_STEER_PASS_IPV6_EXTHDR: return "pass_ipv6_exthdr";
-    case BURST_STEER_PASS_NO_SOCKET: return "pass_no_socket";
-    default: return "?";
+    case BURST_STEER_STEERED:
+      return "steered";
+    case BURST_STEER_PASS_NOT_ROCE:
+      return "pass_not_roce";
+    case BURST_STEER_PASS_UNPARSABLE:
+      return "pass_unparsable";
+    case BURST_STEER_PASS_IP_FRAGMENT:
+      return "pass_ip_fragment";
+    case BURST_STEER_PASS_IPV6_EXTHDR:
+      return "pass_ipv6_exthdr";
+    case BURST_STEER_PASS_NO_SOCKET:
+      return "pass_no_socket";
+    default:
+      return "?";
   }
 }
 
@@ -246,8 +252,8 @@ XdpError XdpPort::Load() {
   bpf_program* prog = bpf_object__find_program_by_name(obj, BURST_STEER_PROG_NAME);
   bpf_map* xsks = bpf_object__find_map_by_name(obj, BURST_STEER_XSKS_MAP);
   if (prog == nullptr || xsks == nullptr) {
-    return Fail(ENOENT, "BPF object lacks program " BURST_STEER_PROG_NAME " or map "
-                        BURST_STEER_XSKS_MAP);
+    return Fail(ENOENT,
+                "BPF object lacks program " BURST_STEER_PROG_NAME " or map " BURST_STEER_XSKS_MAP);
   }
   bpf_map__set_max_entries(xsks, max_queues_);
   if (bpf_object__load(obj) != 0) {
@@ -295,12 +301,12 @@ XdpError XdpPort::Attach() {
   const uint32_t old_id = q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
   if (q.hw_prog_id != 0) {
     return Fail(EBUSY, "'" + dev + "' has an offloaded (hw) XDP program (id " +
-                           std::to_string(q.hw_prog_id) +
-                           "): remove it with `ip link set dev " + dev + " xdpoffload off`");
+                           std::to_string(q.hw_prog_id) + "): remove it with `ip link set dev " +
+                           dev + " xdpoffload off`");
   }
   if (old_id != 0) {
-    if (XdpError e = InspectAttached(
-            old_id, q.drv_prog_id ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE, &old);
+    if (XdpError e =
+            InspectAttached(old_id, q.drv_prog_id ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE, &old);
         e) {
       return e;
     }
@@ -315,8 +321,7 @@ XdpError XdpPort::Attach() {
       close(old.fd);
       return Fail(EBUSY, "'" + dev + "' is busy: burst's XDP program (id " +
                              std::to_string(old.id) + ") belongs to running process " +
-                             std::to_string(old.owner.pid) +
-                             ": stop it, or use another netdev");
+                             std::to_string(old.owner.pid) + ": stop it, or use another netdev");
     }
     notes_ = "replaced stale " BURST_STEER_PROG_NAME " (id " + std::to_string(old.id) + ", " +
              ModeName(old.mode_flag) + ", version " +
@@ -360,8 +365,10 @@ XdpError XdpPort::Attach() {
     }
     const int e = errno;
     if (e == EBUSY || e == EEXIST) {
-      last = Fail(EBUSY, "'" + dev + "' is busy: another XDP program was attached meanwhile; "
-                         "detach it with `ip link set dev " + dev + " xdp off`");
+      last = Fail(EBUSY, "'" + dev +
+                             "' is busy: another XDP program was attached meanwhile; "
+                             "detach it with `ip link set dev " +
+                             dev + " xdp off`");
       break;
     }
     last = Fail(e, std::string("attaching XDP (") + ModeName(mode) + ") to '" + dev +
@@ -394,8 +401,7 @@ XdpPort::~XdpPort() {
     // Only if it is still ours: XDP_FLAGS_REPLACE with our fd as the expected one.
     LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = prog_fd_);
     bpf_xdp_detach(ifindex_,
-                   (native_ ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE) | XDP_FLAGS_REPLACE,
-                   &opts);
+                   (native_ ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE) | XDP_FLAGS_REPLACE, &opts);
   }
   if (obj_ != nullptr) bpf_object__close(obj_);
 }

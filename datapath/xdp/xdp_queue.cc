@@ -55,8 +55,8 @@ XdpError XdpQueue::Setup(XdpPort& port, uint32_t queue_id) {
   const XdpConfig& cfg = port.config();
   const std::string& dev = port.netdev();
   if (queue_id >= port.queue_count()) {
-    return Fail(EINVAL, "queue " + std::to_string(queue_id) + " does not exist on '" + dev +
-                            "' (" + std::to_string(port.queue_count()) + " rx queues)");
+    return Fail(EINVAL, "queue " + std::to_string(queue_id) + " does not exist on '" + dev + "' (" +
+                            std::to_string(port.queue_count()) + " rx queues)");
   }
   queue_id_ = queue_id;
   queue_count_ = port.queue_count();
@@ -75,13 +75,12 @@ XdpError XdpQueue::Setup(XdpPort& port, uint32_t queue_id) {
   const uint32_t rx_chunk_cap = chunk_ - kXdpPacketHeadroom - headroom_;
   sg_ = max_frame > rx_chunk_cap;
   if (sg_ && !cfg.multi_buffer) {
-    return Fail(EMSGSIZE,
-                "MTU " + std::to_string(port.netdev_mtu()) + " of '" + dev + "' needs " +
-                    std::to_string(max_frame) + "-byte frames but one " +
-                    std::to_string(chunk_) + "-byte UMEM chunk holds " +
-                    std::to_string(rx_chunk_cap) +
-                    ": enable multi_buffer, or lower the MTU (`ip link set dev " + dev +
-                    " mtu " + std::to_string(rx_chunk_cap - kEthHlen - kVlanHlen) + "`)");
+    return Fail(EMSGSIZE, "MTU " + std::to_string(port.netdev_mtu()) + " of '" + dev + "' needs " +
+                              std::to_string(max_frame) + "-byte frames but one " +
+                              std::to_string(chunk_) + "-byte UMEM chunk holds " +
+                              std::to_string(rx_chunk_cap) +
+                              ": enable multi_buffer, or lower the MTU (`ip link set dev " + dev +
+                              " mtu " + std::to_string(rx_chunk_cap - kEthHlen - kVlanHlen) + "`)");
   }
   slot_chunks_ = sg_ ? (headroom_ + max_frame + chunk_ - 1) / chunk_ : 1;
   slot_bytes_ = slot_chunks_ * chunk_;
@@ -91,8 +90,7 @@ XdpError XdpQueue::Setup(XdpPort& port, uint32_t queue_id) {
   if (rx_frames_ < 2 * kMaxBurst || tx_slots_ < kMaxBurst) {
     return Fail(EINVAL, "num_frames " + std::to_string(cfg.num_frames) +
                             " too small: need at least " +
-                            std::to_string(2 * kMaxBurst * (1 + slot_chunks_)) +
-                            " for this MTU");
+                            std::to_string(2 * kMaxBurst * (1 + slot_chunks_)) + " for this MTU");
   }
   fill_size_ = Pow2Ceil(rx_frames_);
   rx_ring_size_ = fill_size_;
@@ -168,8 +166,8 @@ XdpError XdpQueue::TryBind(const std::string& netdev, uint16_t bind_flags) {
   int rc = xsk_umem__create(&umem_, base_, umem_bytes, &fill_, &comp_, &ucfg);
   if (rc != 0) {
     umem_ = nullptr;
-    return Fail(-rc, "registering the " + std::to_string(umem_bytes >> 20) + " MB UMEM failed: " +
-                         std::strerror(-rc) +
+    return Fail(-rc, "registering the " + std::to_string(umem_bytes >> 20) +
+                         " MB UMEM failed: " + std::strerror(-rc) +
                          (-rc == ENOMEM || -rc == EPERM
                               ? " (locked-memory limit: run as root or raise `ulimit -l`)"
                               : ""));
@@ -204,8 +202,8 @@ XdpError XdpQueue::TryBind(const std::string& netdev, uint16_t bind_flags) {
   } else if (e == EBUSY) {
     why += " (another AF_XDP socket is bound to this queue)";
   }
-  return Fail(e, "binding an AF_XDP socket to '" + netdev + "' queue " +
-                     std::to_string(queue_id_) + " failed: " + why);
+  return Fail(e, "binding an AF_XDP socket to '" + netdev + "' queue " + std::to_string(queue_id_) +
+                     " failed: " + why);
 }
 
 void XdpQueue::DestroySocket() {
@@ -254,8 +252,8 @@ uint32_t XdpQueue::rx_burst(Frame* frames, uint32_t n) {
         ++used;
         continue;
       }
-      frames[out++] = Frame{base_ + d->addr, d->len, static_cast<uint32_t>(chunk_end - d->addr),
-                            d->addr};
+      frames[out++] =
+          Frame{base_ + d->addr, d->len, static_cast<uint32_t>(chunk_end - d->addr), d->addr};
       bytes += d->len;
       ++used;
       continue;

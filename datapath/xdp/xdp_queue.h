@@ -43,21 +43,21 @@ class XdpPort;
 struct XdpQueueCounters {
   uint64_t rx_frames = 0;
   uint64_t rx_bytes = 0;
-  uint64_t rx_multibuf = 0;         // frames reassembled from several descriptors
-  uint64_t rx_scratch_waits = 0;    // bursts cut short: no free reassembly buffer
-  uint64_t rx_oversize = 0;         // multi-buffer frames larger than a scratch buffer, dropped
-  uint64_t rx_bad_desc = 0;         // descriptors outside the rx area, dropped
-  uint64_t fill_submitted = 0;      // chunks given to the fill ring
-  uint64_t fill_wakeups = 0;        // recvfrom() because the fill ring asked for it
+  uint64_t rx_multibuf = 0;       // frames reassembled from several descriptors
+  uint64_t rx_scratch_waits = 0;  // bursts cut short: no free reassembly buffer
+  uint64_t rx_oversize = 0;       // multi-buffer frames larger than a scratch buffer, dropped
+  uint64_t rx_bad_desc = 0;       // descriptors outside the rx area, dropped
+  uint64_t fill_submitted = 0;    // chunks given to the fill ring
+  uint64_t fill_wakeups = 0;      // recvfrom() because the fill ring asked for it
   uint64_t tx_frames = 0;
   uint64_t tx_bytes = 0;
   uint64_t tx_descs = 0;
-  uint64_t tx_ring_full = 0;        // tx_burst() calls that could not take every frame
-  uint64_t tx_invalid = 0;          // frames not from tx_alloc() or with a bad length, freed
-  uint64_t tx_kicks = 0;            // sendto() wakeups
-  uint64_t tx_kick_busy = 0;        // wakeups answered EAGAIN/EBUSY/ENOBUFS (retried later)
-  uint64_t tx_kick_errors = 0;      // other wakeup errors
-  uint64_t tx_completed = 0;        // descriptors returned by the completion ring
+  uint64_t tx_ring_full = 0;    // tx_burst() calls that could not take every frame
+  uint64_t tx_invalid = 0;      // frames not from tx_alloc() or with a bad length, freed
+  uint64_t tx_kicks = 0;        // sendto() wakeups
+  uint64_t tx_kick_busy = 0;    // wakeups answered EAGAIN/EBUSY/ENOBUFS (retried later)
+  uint64_t tx_kick_errors = 0;  // other wakeup errors
+  uint64_t tx_completed = 0;    // descriptors returned by the completion ring
 };
 
 class XdpQueue {
@@ -119,7 +119,7 @@ class XdpQueue {
   uint8_t* base_ = nullptr;  // UMEM start
   uint32_t chunk_ = 4096;
   uint32_t headroom_ = 0;
-  uint32_t mtu_ = 0;           // largest L2 frame
+  uint32_t mtu_ = 0;  // largest L2 frame
   uint32_t queue_id_ = 0;
   uint32_t queue_count_ = 1;
   bool zero_copy_ = false;
@@ -127,23 +127,23 @@ class XdpQueue {
   bool need_wakeup_ = true;
 
   // Receive side.
-  uint32_t rx_frames_ = 0;      // chunks in the rx area
+  uint32_t rx_frames_ = 0;  // chunks in the rx area
   uint32_t fill_size_ = 0;
   uint32_t rx_ring_size_ = 0;
   std::unique_ptr<uint64_t[]> rx_free_;  // chunk addresses owned by us, not in the fill ring
   uint32_t rx_free_n_ = 0;
-  std::unique_ptr<uint8_t[]> scratch_;   // rx_scratch buffers of scratch_bytes_
+  std::unique_ptr<uint8_t[]> scratch_;  // rx_scratch buffers of scratch_bytes_
   uint32_t scratch_bytes_ = 0;
   std::unique_ptr<uint32_t[]> scratch_free_;
   uint32_t scratch_free_n_ = 0;
 
   // Transmit side.
-  uint64_t tx_base_ = 0;         // UMEM offset of the first tx slot
+  uint64_t tx_base_ = 0;  // UMEM offset of the first tx slot
   uint32_t slot_chunks_ = 1;
   uint32_t slot_bytes_ = 0;
   uint32_t tx_slots_ = 0;
   uint32_t comp_size_ = 0;
-  std::unique_ptr<uint32_t[]> tx_free_;     // free slot indices
+  std::unique_ptr<uint32_t[]> tx_free_;  // free slot indices
   uint32_t tx_free_n_ = 0;
   std::unique_ptr<uint16_t[]> tx_pending_;  // per slot: descriptors not yet completed
   bool tx_needs_kick_ = false;              // descriptors submitted since the last full kick

@@ -5,7 +5,6 @@
 #include <linux/ethtool.h>
 #include <linux/sockios.h>
 #include <net/if.h>
-#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -38,27 +37,36 @@ namespace burst::datapath {
 
 const char* ToString(XdpAttachMode m) {
   switch (m) {
-    case XdpAttachMode::kAuto: return "auto";
-    case XdpAttachMode::kNative: return "native";
-    case XdpAttachMode::kGeneric: return "generic";
+    case XdpAttachMode::kAuto:
+      return "auto";
+    case XdpAttachMode::kNative:
+      return "native";
+    case XdpAttachMode::kGeneric:
+      return "generic";
   }
   return "?";
 }
 
 const char* ToString(ZeroCopyMode m) {
   switch (m) {
-    case ZeroCopyMode::kAuto: return "auto";
-    case ZeroCopyMode::kOff: return "off";
-    case ZeroCopyMode::kRequire: return "require";
+    case ZeroCopyMode::kAuto:
+      return "auto";
+    case ZeroCopyMode::kOff:
+      return "off";
+    case ZeroCopyMode::kRequire:
+      return "require";
   }
   return "?";
 }
 
 const char* ToString(HugepageMode m) {
   switch (m) {
-    case HugepageMode::kAuto: return "auto";
-    case HugepageMode::kOff: return "off";
-    case HugepageMode::kRequire: return "require";
+    case HugepageMode::kAuto:
+      return "auto";
+    case HugepageMode::kOff:
+      return "off";
+    case HugepageMode::kRequire:
+      return "require";
   }
   return "?";
 }
@@ -206,28 +214,27 @@ XdpError MapRegion(size_t bytes, HugepageMode mode, Region* out) {
   if (mode != HugepageMode::kOff) {
     const size_t len = (bytes + kHuge - 1) & ~(kHuge - 1);
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_POPULATE, -1,
-                   0);
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_POPULATE, -1, 0);
     if (p != MAP_FAILED) {
       *out = Region{static_cast<uint8_t*>(p), len, true};
       return {};
     }
     if (mode == HugepageMode::kRequire) {
       const int err = errno;
-      return Fail(err, "no free 2 MB hugepages for a " + std::to_string(len >> 20) +
-                           " MB UMEM (" + std::strerror(err) +
+      return Fail(err, "no free 2 MB hugepages for a " + std::to_string(len >> 20) + " MB UMEM (" +
+                           std::strerror(err) +
                            "): reserve some with `echo N > /proc/sys/vm/nr_hugepages` or set "
                            "hugepages=auto");
     }
   }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t len = (bytes + page - 1) & ~(page - 1);
-  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* p =
+      mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
-    return Fail(err, "mmap of " + std::to_string(len) + " bytes for the UMEM failed: " +
-                         std::strerror(err));
+    return Fail(err, "mmap of " + std::to_string(len) +
+                         " bytes for the UMEM failed: " + std::strerror(err));
   }
   *out = Region{static_cast<uint8_t*>(p), len, false};
   return {};

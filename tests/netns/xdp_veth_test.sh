@@ -5,8 +5,8 @@
 #      payload verified; ping, a TCP transfer (nc, checksummed) and iperf3 still work
 #      while the program is attached; the XDP counters moved.
 #   2. kill -9 of a receiver leaves its program attached; a fresh start replaces it.
-#   3. A busy interface (foreign program, or burst's program of a live process) and a
-#      missing netdev are refused with a message naming the fix.
+#   3. A busy interface (foreign program, or burst's program of a live process), a
+#      missing netdev and missing privileges are refused with a message naming the fix.
 #   4. MTU 9000: 4000 and 9014-byte frames through AF_XDP multi-buffer, verified.
 #   5. Generic (skb) XDP mode.
 # Usage: xdp_veth_test.sh XSK_RAW FOREIGN_XDP_OBJECT
@@ -199,6 +199,19 @@ inB timeout 20 "$XSK" --netdev nosuchdev0 --mode rx --duration 1 >"$TMP/nodev.ou
 rc=$?
 cat "$TMP/nodev.out"
 ((rc == 1)) && grep -q "does not exist" "$TMP/nodev.out" || fail "missing netdev: expected a clear error"
+if command -v setpriv >/dev/null; then
+  # Without privileges (user nobody, no capabilities): exit 77 and name the fix.
+  inB timeout 20 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+    "$XSK" --netdev vb --mode rx --duration 1 >"$TMP/noperm.out" 2>&1
+  rc=$?
+  cat "$TMP/noperm.out"
+  if ((rc == 126 || rc == 127)); then
+    echo "note: user nobody cannot execute $XSK; privilege refusal not checked"
+  else
+    ((rc == 77)) && grep -q "needs CAP_NET_ADMIN.*run as root" "$TMP/noperm.out" ||
+      fail "unprivileged: expected exit 77 and a message naming the capabilities"
+  fi
+fi
 
 # ---------------------------------------------------------------- 4
 log "4. MTU 9000: 4000 and 9014-byte frames through AF_XDP multi-buffer"

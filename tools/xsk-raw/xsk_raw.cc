@@ -43,11 +43,11 @@ using burst::datapath::XdpQueue;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint32_t kHdrBytes = 14 + 20 + 8 + 12;  // Ethernet, IPv4, UDP, BTH
-constexpr uint32_t kMagicOff = kHdrBytes;          // payload: magic, seq, queue
+constexpr uint32_t kMagicOff = kHdrBytes;         // payload: magic, seq, queue
 constexpr uint32_t kSeqOff = kMagicOff + 8;
 constexpr uint32_t kQueueOff = kSeqOff + 8;
 constexpr uint32_t kPatternOff = kQueueOff + 4;
-constexpr uint32_t kMinFrame = kPatternOff + 4;  // + ICRC
+constexpr uint32_t kMinFrame = kPatternOff + 4;     // + ICRC
 constexpr uint64_t kMagic = 0x5752545352554221ull;  // "!BURSTRW" little-endian
 
 std::atomic<bool> g_stop{false};
@@ -88,7 +88,10 @@ uint16_t IpChecksum(const uint8_t* p, size_t len) {
   return static_cast<uint16_t>(~sum);
 }
 
-void Put16(uint8_t* p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
+void Put16(uint8_t* p, uint16_t v) {
+  p[0] = v >> 8;
+  p[1] = v & 0xff;
+}
 
 // Ethernet / IPv4 / UDP 4791 / BTH (RC SEND ONLY, dest QP 0x11) / payload / ICRC 0.
 void BuildTemplate(const Options& o, uint32_t queue, std::vector<uint8_t>* t) {
@@ -111,9 +114,9 @@ void BuildTemplate(const Options& o, uint32_t queue, std::vector<uint8_t>* t) {
   Put16(udp + 2, 4791);
   Put16(udp + 4, static_cast<uint16_t>(o.size - 14 - 20));
   uint8_t* bth = udp + 8;
-  bth[0] = 0x04;                 // RC SEND ONLY
-  Put16(bth + 2, 0xffff);        // P_Key
-  bth[7] = 0x11;                 // dest QP
+  bth[0] = 0x04;           // RC SEND ONLY
+  Put16(bth + 2, 0xffff);  // P_Key
+  bth[7] = 0x11;           // dest QP
   std::memcpy(p + kMagicOff, &kMagic, 8);
   std::memcpy(p + kQueueOff, &queue, 4);
   for (uint32_t i = kPatternOff; i + 4 < o.size; ++i) p[i] = PatternByte(i);
@@ -248,8 +251,8 @@ bool ParseQueues(const char* s, std::vector<uint32_t>* out) {
   size_t pos = 0;
   while (pos <= str.size()) {
     const size_t comma = str.find(',', pos);
-    const std::string item = str.substr(pos, comma == std::string::npos ? std::string::npos
-                                                                         : comma - pos);
+    const std::string item =
+        str.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     unsigned a = 0, b = 0;
     if (std::sscanf(item.c_str(), "%u-%u", &a, &b) == 2 && a <= b && b < 1024) {
       for (unsigned i = a; i <= b; ++i) out->push_back(i);
@@ -277,81 +280,148 @@ bool NetdevMac(const std::string& dev, uint8_t* mac) {
 
 void Usage() {
   std::fprintf(stderr,
-      "usage: xsk-raw --netdev DEV --mode tx|rx [--queues 0|0,1|0-3] [--size BYTES]\n"
-      "               [--duration SEC] [--dst-mac MAC] [--src-mac MAC] [--dst-ip IP]\n"
-      "               [--src-ip IP] [--xdp-mode auto|native|generic]\n"
-      "               [--zero-copy auto|off|require] [--hugepages auto|off|require]\n"
-      "               [--frames N] [--frame-size 2048|4096] [--no-multi-buffer]\n"
-      "               [--verify] [--headers-only] [--backoff-us N] [--bpf-object FILE]\n"
-      "       xsk-raw --mode probe\n");
+               "usage: xsk-raw --netdev DEV --mode tx|rx [--queues 0|0,1|0-3] [--size BYTES]\n"
+               "               [--duration SEC] [--dst-mac MAC] [--src-mac MAC] [--dst-ip IP]\n"
+               "               [--src-ip IP] [--xdp-mode auto|native|generic]\n"
+               "               [--zero-copy auto|off|require] [--hugepages auto|off|require]\n"
+               "               [--frames N] [--frame-size 2048|4096] [--no-multi-buffer]\n"
+               "               [--verify] [--headers-only] [--backoff-us N] [--bpf-object FILE]\n"
+               "       xsk-raw --mode probe\n");
 }
 
 template <class E>
 bool ParseEnum(const char* s, E* out) {
-  if (!std::strcmp(s, "auto")) *out = E::kAuto;
-  else if (!std::strcmp(s, "off")) *out = static_cast<E>(1);
-  else if (!std::strcmp(s, "require")) *out = static_cast<E>(2);
-  else return false;
+  if (!std::strcmp(s, "auto"))
+    *out = E::kAuto;
+  else if (!std::strcmp(s, "off"))
+    *out = static_cast<E>(1);
+  else if (!std::strcmp(s, "require"))
+    *out = static_cast<E>(2);
+  else
+    return false;
   return true;
 }
 
 int ParseArgs(int argc, char** argv, Options* o) {
-  enum { kNetdev = 256, kQueues, kMode, kSize, kDuration, kDstMac, kSrcMac, kDstIp, kSrcIp,
-         kXdpMode, kZeroCopy, kHuge, kFrames, kFrameSize, kNoMb, kVerify, kHdrOnly, kBackoff,
-         kBpfObj, kHelp };
-  static const option longopts[] = {
-      {"netdev", required_argument, nullptr, kNetdev},
-      {"queues", required_argument, nullptr, kQueues},
-      {"queue", required_argument, nullptr, kQueues},
-      {"mode", required_argument, nullptr, kMode},
-      {"size", required_argument, nullptr, kSize},
-      {"duration", required_argument, nullptr, kDuration},
-      {"dst-mac", required_argument, nullptr, kDstMac},
-      {"src-mac", required_argument, nullptr, kSrcMac},
-      {"dst-ip", required_argument, nullptr, kDstIp},
-      {"src-ip", required_argument, nullptr, kSrcIp},
-      {"xdp-mode", required_argument, nullptr, kXdpMode},
-      {"zero-copy", required_argument, nullptr, kZeroCopy},
-      {"hugepages", required_argument, nullptr, kHuge},
-      {"frames", required_argument, nullptr, kFrames},
-      {"frame-size", required_argument, nullptr, kFrameSize},
-      {"no-multi-buffer", no_argument, nullptr, kNoMb},
-      {"verify", no_argument, nullptr, kVerify},
-      {"headers-only", no_argument, nullptr, kHdrOnly},
-      {"backoff-us", required_argument, nullptr, kBackoff},
-      {"bpf-object", required_argument, nullptr, kBpfObj},
-      {"help", no_argument, nullptr, kHelp},
-      {nullptr, 0, nullptr, 0}};
+  enum {
+    kNetdev = 256,
+    kQueues,
+    kMode,
+    kSize,
+    kDuration,
+    kDstMac,
+    kSrcMac,
+    kDstIp,
+    kSrcIp,
+    kXdpMode,
+    kZeroCopy,
+    kHuge,
+    kFrames,
+    kFrameSize,
+    kNoMb,
+    kVerify,
+    kHdrOnly,
+    kBackoff,
+    kBpfObj,
+    kHelp
+  };
+  static const option longopts[] = {{"netdev", required_argument, nullptr, kNetdev},
+                                    {"queues", required_argument, nullptr, kQueues},
+                                    {"queue", required_argument, nullptr, kQueues},
+                                    {"mode", required_argument, nullptr, kMode},
+                                    {"size", required_argument, nullptr, kSize},
+                                    {"duration", required_argument, nullptr, kDuration},
+                                    {"dst-mac", required_argument, nullptr, kDstMac},
+                                    {"src-mac", required_argument, nullptr, kSrcMac},
+                                    {"dst-ip", required_argument, nullptr, kDstIp},
+                                    {"src-ip", required_argument, nullptr, kSrcIp},
+                                    {"xdp-mode", required_argument, nullptr, kXdpMode},
+                                    {"zero-copy", required_argument, nullptr, kZeroCopy},
+                                    {"hugepages", required_argument, nullptr, kHuge},
+                                    {"frames", required_argument, nullptr, kFrames},
+                                    {"frame-size", required_argument, nullptr, kFrameSize},
+                                    {"no-multi-buffer", no_argument, nullptr, kNoMb},
+                                    {"verify", no_argument, nullptr, kVerify},
+                                    {"headers-only", no_argument, nullptr, kHdrOnly},
+                                    {"backoff-us", required_argument, nullptr, kBackoff},
+                                    {"bpf-object", required_argument, nullptr, kBpfObj},
+                                    {"help", no_argument, nullptr, kHelp},
+                                    {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", longopts, nullptr)) != -1) {
     bool ok = true;
     switch (c) {
-      case kNetdev: o->cfg.netdev = optarg; break;
-      case kQueues: o->cfg.queues.clear(); ok = ParseQueues(optarg, &o->cfg.queues); break;
-      case kMode: o->mode = optarg; break;
-      case kSize: o->size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      case kDuration: o->duration_s = std::strtod(optarg, nullptr); break;
-      case kDstMac: ok = ParseMac(optarg, o->dst_mac); break;
-      case kSrcMac: ok = ParseMac(optarg, o->src_mac); o->have_src_mac = true; break;
-      case kDstIp: ok = inet_pton(AF_INET, optarg, &o->dst_ip) == 1; break;
-      case kSrcIp: ok = inet_pton(AF_INET, optarg, &o->src_ip) == 1; break;
-      case kXdpMode:
-        if (!std::strcmp(optarg, "auto")) o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kAuto;
-        else if (!std::strcmp(optarg, "native")) o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kNative;
-        else if (!std::strcmp(optarg, "generic")) o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kGeneric;
-        else ok = false;
+      case kNetdev:
+        o->cfg.netdev = optarg;
         break;
-      case kZeroCopy: ok = ParseEnum(optarg, &o->cfg.zero_copy); break;
-      case kHuge: ok = ParseEnum(optarg, &o->cfg.hugepages); break;
-      case kFrames: o->cfg.num_frames = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      case kFrameSize: o->cfg.frame_size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      case kNoMb: o->cfg.multi_buffer = false; break;
-      case kVerify: o->verify = true; break;
-      case kHdrOnly: o->headers_only = true; break;
-      case kBackoff: o->backoff_us = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0)); break;
-      case kBpfObj: o->cfg.bpf_object = optarg; break;
-      case kHelp: Usage(); std::exit(0);
-      default: ok = false;
+      case kQueues:
+        o->cfg.queues.clear();
+        ok = ParseQueues(optarg, &o->cfg.queues);
+        break;
+      case kMode:
+        o->mode = optarg;
+        break;
+      case kSize:
+        o->size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0));
+        break;
+      case kDuration:
+        o->duration_s = std::strtod(optarg, nullptr);
+        break;
+      case kDstMac:
+        ok = ParseMac(optarg, o->dst_mac);
+        break;
+      case kSrcMac:
+        ok = ParseMac(optarg, o->src_mac);
+        o->have_src_mac = true;
+        break;
+      case kDstIp:
+        ok = inet_pton(AF_INET, optarg, &o->dst_ip) == 1;
+        break;
+      case kSrcIp:
+        ok = inet_pton(AF_INET, optarg, &o->src_ip) == 1;
+        break;
+      case kXdpMode:
+        if (!std::strcmp(optarg, "auto"))
+          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kAuto;
+        else if (!std::strcmp(optarg, "native"))
+          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kNative;
+        else if (!std::strcmp(optarg, "generic"))
+          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kGeneric;
+        else
+          ok = false;
+        break;
+      case kZeroCopy:
+        ok = ParseEnum(optarg, &o->cfg.zero_copy);
+        break;
+      case kHuge:
+        ok = ParseEnum(optarg, &o->cfg.hugepages);
+        break;
+      case kFrames:
+        o->cfg.num_frames = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0));
+        break;
+      case kFrameSize:
+        o->cfg.frame_size = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0));
+        break;
+      case kNoMb:
+        o->cfg.multi_buffer = false;
+        break;
+      case kVerify:
+        o->verify = true;
+        break;
+      case kHdrOnly:
+        o->headers_only = true;
+        break;
+      case kBackoff:
+        o->backoff_us = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0));
+        break;
+      case kBpfObj:
+        o->cfg.bpf_object = optarg;
+        break;
+      case kHelp:
+        Usage();
+        std::exit(0);
+      default:
+        ok = false;
     }
     if (!ok) {
       std::fprintf(stderr, "xsk-raw: bad value for option %s\n", argv[optind - 1]);
@@ -396,7 +466,7 @@ int main(int argc, char** argv) {
   if (const int rc = ParseArgs(argc, argv, &o); rc != 0) return rc;
   if (o.mode == "probe") return Probe();
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = [](int) { g_stop.store(true); };
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -421,25 +491,24 @@ int main(int argc, char** argv) {
     queues.push_back(std::move(q));
   }
   if (o.mode == "tx" && o.size > queues[0]->mtu()) {
-    std::fprintf(stderr, "xsk-raw: --size %u exceeds the largest frame %u of %s (MTU %u)\n",
-                 o.size, queues[0]->mtu(), o.cfg.netdev.c_str(), port->netdev_mtu());
+    std::fprintf(stderr, "xsk-raw: --size %u exceeds the largest frame %u of %s (MTU %u)\n", o.size,
+                 queues[0]->mtu(), o.cfg.netdev.c_str(), port->netdev_mtu());
     return 2;
   }
-  std::printf("xsk-raw: %s %s queues=%zu xdp=%s prog_id=%u %s multi_buffer=%s hugepages=%s "
-              "mtu=%u%s%s\n",
-              o.mode.c_str(), o.cfg.netdev.c_str(), queues.size(), port->attach_mode_name(),
-              port->prog_id(), queues[0]->zero_copy() ? "zero-copy" : "copy",
-              queues[0]->multi_buffer() ? "yes" : "no", queues[0]->hugepages() ? "yes" : "no",
-              port->netdev_mtu(), port->notes().empty() ? "" : " note: ",
-              port->notes().c_str());
+  std::printf(
+      "xsk-raw: %s %s queues=%zu xdp=%s prog_id=%u %s multi_buffer=%s hugepages=%s "
+      "mtu=%u%s%s\n",
+      o.mode.c_str(), o.cfg.netdev.c_str(), queues.size(), port->attach_mode_name(),
+      port->prog_id(), queues[0]->zero_copy() ? "zero-copy" : "copy",
+      queues[0]->multi_buffer() ? "yes" : "no", queues[0]->hugepages() ? "yes" : "no",
+      port->netdev_mtu(), port->notes().empty() ? "" : " note: ", port->notes().c_str());
   std::fflush(stdout);
 
   std::vector<Result> results(queues.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < queues.size(); ++i) {
-    threads.emplace_back([&, i] {
-      results[i] = o.mode == "tx" ? RunTx(*queues[i], o) : RunRx(*queues[i], o);
-    });
+    threads.emplace_back(
+        [&, i] { results[i] = o.mode == "tx" ? RunTx(*queues[i], o) : RunRx(*queues[i], o); });
   }
   for (auto& t : threads) t.join();
 
@@ -449,9 +518,10 @@ int main(int argc, char** argv) {
     const auto& c = r.counters;
     std::printf("xsk-raw queue %u: frames=%" PRIu64 " bytes=%" PRIu64 " bad=%" PRIu64
                 " multibuf=%" PRIu64 " tx_kicks=%" PRIu64 " tx_kick_busy=%" PRIu64
-                " tx_completed_descs=%" PRIu64 " scratch_waits=%" PRIu64,
+                " tx_completed_descs=%" PRIu64 " tx_ring_full=%" PRIu64 " scratch_waits=%" PRIu64
+                " fill_wakeups=%" PRIu64,
                 queues[i]->queue_id(), r.frames, r.bytes, r.bad, c.rx_multibuf, c.tx_kicks,
-                c.tx_kick_busy, c.tx_completed, c.rx_scratch_waits);
+                c.tx_kick_busy, c.tx_completed, c.tx_ring_full, c.rx_scratch_waits, c.fill_wakeups);
     if (r.have_kstats) {
       std::printf(" k_rx_dropped=%llu k_rx_ring_full=%llu k_fill_empty=%llu k_tx_invalid=%llu",
                   static_cast<unsigned long long>(r.kstats.rx_dropped),

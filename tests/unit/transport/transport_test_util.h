@@ -35,6 +35,19 @@ inline std::array<uint8_t, 16> v4_gid(uint8_t last) {
   return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, last};
 }
 inline std::array<uint8_t, 6> mac_of(uint8_t last) { return {0x02, 0, 0, 0, 0, last}; }
+inline std::array<uint8_t, 16> v6_gid(uint8_t last) {
+  return {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, last};
+}
+// A node whose only GID is the IPv6 address fd00::12xx.
+inline EngineConfig node_config_v6(uint8_t id, uint32_t l2_mtu = 9014) {
+  EngineConfig c;
+  c.port.mac = mac_of(id);
+  c.port.gids = {v6_gid(id)};
+  c.port.l2_mtu = l2_mtu;
+  c.max_qps = 64;
+  c.first_qpn = 0x11 + id * 0x100;
+  return c;
+}
 
 inline EngineConfig node_config(uint8_t id, uint32_t l2_mtu) {
   EngineConfig c;
@@ -49,7 +62,9 @@ inline EngineConfig node_config(uint8_t id, uint32_t l2_mtu) {
 // One engine with its device tables: one PD and one CQ for everything.
 struct Node {
   explicit Node(uint8_t node_id, uint32_t l2_mtu = 9014, uint32_t cq_depth = 4096)
-      : id(node_id), eng(node_config(node_id, l2_mtu), mrs, copier) {
+      : Node(node_id, node_config(node_id, l2_mtu), cq_depth) {}
+  Node(uint8_t node_id, const EngineConfig& config, uint32_t cq_depth = 4096)
+      : id(node_id), eng(config, mrs, copier) {
     pd = mrs.alloc_pd();
     EXPECT_TRUE(eng.create_cq(cq_depth, &cq).ok());
   }
@@ -110,7 +125,7 @@ struct RcOpts {
 
 // RESET -> INIT -> RTR -> RTS toward a peer with GID/MAC of node `peer_id`.
 inline void bring_up_rc(Node& n, uint32_t qpn, uint8_t peer_id, uint32_t dest_qpn,
-                        const RcOpts& o = {}) {
+                        const RcOpts& o = {}, bool ipv6 = false) {
   QpAttr a;
   a.qp_state = QpState::kInit;
   a.pkey_index = 0;
@@ -123,8 +138,11 @@ inline void bring_up_rc(Node& n, uint32_t qpn, uint8_t peer_id, uint32_t dest_qp
   a.rq_psn = o.rq_psn;
   a.max_dest_rd_atomic = o.max_dest_rd_atomic;
   a.min_rnr_timer = o.min_rnr_timer;
-  a.ah.dgid = v4_gid(peer_id);
+  a.ah.dgid = ipv6 ? v6_gid(peer_id) : v4_gid(peer_id);
   a.ah.dmac = mac_of(peer_id);
+  a.ah.hop_limit = 32;
+  a.ah.traffic_class = 0x68;
+  a.ah.flow_label = 0x12345;
   ASSERT_TRUE(n.eng
                   .modify_qp(qpn, a,
                              kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |

@@ -351,6 +351,17 @@ TEST(FrameDrop, EveryReason) {
   bth_of(f).set_pad_count(3);  // 3 <= 4: allowed, payload becomes 1 byte
   refresh_icrc(f, 14, false);
   expect(f, RxDrop::kNone);
+  // Payload + pad must end on a 4-byte boundary: 4 payload bytes plus one more
+  // byte of datagram with pad 0 (or any pad) is malformed.
+  for (uint8_t pad = 0; pad < 4; ++pad) {
+    f = sample_frame(4);
+    f.insert(f.end() - 4, 0x00);
+    set_ipv4_total_len(f, static_cast<uint16_t>(f.size() - 14));
+    set_udp_len(f, static_cast<uint16_t>(f.size() - 34));
+    bth_of(f).set_pad_count(pad);
+    refresh_icrc(f, 14, false);
+    expect(f, RxDrop::kBadPad);
+  }
 
   f = good;
   f[f.size() - 1] ^= 0x40;

@@ -186,6 +186,27 @@ TEST(Headers, Ipv4Checksum) {
   EXPECT_EQ(ipv4_checksum(h, 20), 0);
 }
 
+TEST(Headers, Ipv4ChecksumMatchesPlainRfc1071) {
+  // The 16-bit-word sum of RFC 1071, written out, against the 32-bit-word version.
+  auto rfc1071 = [](const uint8_t* p, uint32_t n) {
+    uint32_t sum = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2) sum += (uint32_t{p[i]} << 8) | p[i + 1];
+    if (n & 1) sum += uint32_t{p[n - 1]} << 8;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return static_cast<uint16_t>(~sum);
+  };
+  uint32_t x = 7;
+  std::array<uint8_t, 64> buf{};
+  for (int iter = 0; iter < 2000; ++iter) {
+    for (auto& b : buf) {
+      x = x * 1103515245u + 12345u;
+      b = static_cast<uint8_t>(iter % 3 == 0 ? 0xFF : x >> 16);  // all-ones stresses the carries
+    }
+    const uint32_t n = static_cast<uint32_t>(iter % 65);
+    ASSERT_EQ(ipv4_checksum(buf.data(), n), rfc1071(buf.data(), n)) << n;
+  }
+}
+
 TEST(Headers, Ipv6) {
   Placed<Ipv6Hdr> p;
   auto& ip = p.h();
