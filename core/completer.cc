@@ -4,6 +4,10 @@
 // results, NAKs (PSN sequence error -> Go-Back-N; RNR -> wait and resend; invalid
 // request / remote access / remote operational error -> error completion and ERR).
 // Completions are strictly in WQE order.
+//
+// Retry accounting: transport timeouts, sequence NAKs and detected losses of
+// READ/atomic responses each use one retry_cnt (as rxe does); RNR NAKs use
+// rnr_retry (7 = never give up). Any forward progress restores both counters.
 #include <algorithm>
 
 #include "core/engine.h"
@@ -14,11 +18,16 @@ namespace {
 
 WcStatus nak_status(wire::NakCode code) {
   switch (code) {
-    case wire::NakCode::kInvalidRequest: return WcStatus::kRemInvReqErr;
-    case wire::NakCode::kRemoteAccessError: return WcStatus::kRemAccessErr;
-    case wire::NakCode::kRemoteOpError: return WcStatus::kRemOpErr;
-    case wire::NakCode::kInvalidRdRequest: return WcStatus::kRemInvRdReqErr;
-    case wire::NakCode::kPsnSeqError: break;
+    case wire::NakCode::kInvalidRequest:
+      return WcStatus::kRemInvReqErr;
+    case wire::NakCode::kRemoteAccessError:
+      return WcStatus::kRemAccessErr;
+    case wire::NakCode::kRemoteOpError:
+      return WcStatus::kRemOpErr;
+    case wire::NakCode::kInvalidRdRequest:
+      return WcStatus::kRemInvRdReqErr;
+    case wire::NakCode::kPsnSeqError:
+      break;
   }
   return WcStatus::kRemOpErr;  // reserved codes: as a remote operational error
 }
@@ -27,7 +36,7 @@ WcStatus nak_status(wire::NakCode code) {
 
 void Engine::complete_tail_ok(Qp& qp) {
   complete_send_tail(qp, WcStatus::kSuccess);
-  tx_schedule(qp);  // fence, max_rd_atomic or the window may have opened
+  tx_schedule(qp);       // fence, max_rd_atomic or the window may have opened
   check_tail_error(qp);  // a WQE that failed before sending completes once it is the oldest
 }
 

@@ -12,21 +12,21 @@ namespace burst::core {
 
 // Transport-level drop reasons (after parse_frame accepted the frame).
 enum class Drop : uint8_t {
-  kUnknownQp = 0,      // destination QPN names no QP of this engine
-  kBadQpState,         // QP state does not accept this packet (RESET, INIT, ERR ...)
-  kOpcodeForQpType,    // e.g. a UD opcode for an RC QP, or a UC opcode
-  kBadPkey,            // BTH P_Key does not match the default partition
-  kBadSource,          // RC packet from an address other than the connected peer
-  kBadQkey,            // UD Q_Key mismatch
-  kUdNoRwqe,           // UD SEND with no receive WQE posted
-  kUdTooLong,          // UD payload larger than the path MTU
-  kAckBadPsn,          // ACK/response for a PSN that was never sent
-  kStaleResponse,      // ACK/NAK/response older than the oldest unacknowledged PSN
-  kUnexpectedResponse, // response that matches no outstanding request of its kind
-  kBadResponse,        // malformed response (bad syndrome or length); QP errors
-  kOutOfSequence,      // future PSN while a NAK is already outstanding
-  kDupUnmatched,       // duplicate READ/atomic with no saved resource to replay
-  kAfterError,         // request after the responder reported a fatal error
+  kUnknownQp = 0,       // destination QPN names no QP of this engine
+  kBadQpState,          // QP state does not accept this packet (RESET, INIT, ERR ...)
+  kOpcodeForQpType,     // e.g. a UD opcode for an RC QP, or a UC opcode
+  kBadPkey,             // BTH P_Key does not match the default partition
+  kBadSource,           // RC packet from an address other than the connected peer
+  kBadQkey,             // UD Q_Key mismatch
+  kUdNoRwqe,            // UD SEND with no receive WQE posted
+  kUdTooLong,           // UD payload larger than the path MTU
+  kAckBadPsn,           // ACK/response for a PSN that was never sent
+  kStaleResponse,       // ACK/NAK/response older than the oldest unacknowledged PSN
+  kUnexpectedResponse,  // response that matches no outstanding request of its kind
+  kBadResponse,         // malformed response (bad syndrome or length); QP errors
+  kOutOfSequence,       // future PSN while a NAK is already outstanding
+  kDupUnmatched,        // duplicate READ/atomic with no saved resource to replay
+  kAfterError,          // request after the responder reported a fatal error
   kCount
 };
 const char* drop_name(Drop d);
@@ -59,9 +59,9 @@ struct EngineCounters {
   uint64_t acks_received = 0;
   uint64_t rnr_naks_received = 0;
   std::array<uint64_t, kNakCodes> naks_received{};
-  uint64_t retransmit_events = 0;   // Go-Back-N restarts
+  uint64_t retransmit_events = 0;  // Go-Back-N restarts
   uint64_t retransmitted_packets = 0;
-  uint64_t timeouts = 0;            // transport timer expiries
+  uint64_t timeouts = 0;  // transport timer expiries
   uint64_t read_out_of_sequence = 0;
   uint64_t ud_sent = 0;
 

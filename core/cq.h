@@ -31,8 +31,8 @@ class Cq {
   std::vector<Wc> ring_;
   uint32_t depth_ = 0;  // completions the application asked room for
   uint32_t mask_ = 0;
-  uint64_t head_ = 0;   // next to poll
-  uint64_t tail_ = 0;   // next to write
+  uint64_t head_ = 0;  // next to poll
+  uint64_t tail_ = 0;  // next to write
   uint64_t dropped_ = 0;
   bool error_ = false;
 };

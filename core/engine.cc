@@ -393,7 +393,8 @@ void Engine::enter_error(Qp& qp) {
     // Nothing more leaves this QP. After a fatal responder error the queued READ
     // responses and the error NAK still go out, in PSN order.
     r.nak_pending = false;
-    for (uint32_t i = 0; i < r.q_count; ++i) r.res[r.queue[(r.q_head + i) % kMaxRdAtomic]].queued = false;
+    for (uint32_t i = 0; i < r.q_count; ++i)
+      r.res[r.queue[(r.q_head + i) % kMaxRdAtomic]].queued = false;
     r.q_count = 0;
   } else {
     tx_schedule(qp);

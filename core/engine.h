@@ -42,7 +42,7 @@ struct LocalPort {
 struct EngineConfig {
   LocalPort port;
   uint32_t max_qps = 1024;
-  uint32_t first_qpn = 0x11;       // QPN allocation start (QPs 0 and 1 are special)
+  uint32_t first_qpn = 0x11;  // QPN allocation start (QPs 0 and 1 are special)
   uint32_t max_cqs = 1024;
   uint32_t ack_coalesce_pkts = 16;  // requester sets AckReq at least every this many packets
   uint32_t window_pkts = 1024;      // most unacknowledged packets per QP (< 2^23)
@@ -70,7 +70,7 @@ class Engine {
 
   // Control plane (owning thread).
   Status create_cq(uint32_t depth, uint32_t* cq_id);
-  Status destroy_cq(uint32_t cq_id);  // kBusy while a QP uses it
+  Status destroy_cq(uint32_t cq_id);                        // kBusy while a QP uses it
   Status create_qp(const QpInitAttr& init, uint32_t* qpn);  // *cap is rounded up in query_qp
   Status destroy_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t attr_mask);
@@ -94,7 +94,9 @@ class Engine {
 
   const EngineCounters& counters() const { return counters_; }
   const EngineConfig& config() const { return config_; }
-  uint32_t port_max_mtu_bytes() const { return port_max_mtu_; }  // largest path MTU the port carries
+  uint32_t port_max_mtu_bytes() const {
+    return port_max_mtu_;
+  }  // largest path MTU the port carries
 
  private:
   friend class EngineTestPeer;
@@ -162,13 +164,14 @@ class Engine {
   void rc_write(Qp& qp, const wire::PacketView& pv);
   void rc_read(Qp& qp, const wire::PacketView& pv);
   void rc_atomic(Qp& qp, const wire::PacketView& pv);
-  bool take_rwqe(Qp& qp, const wire::PacketView& pv);
+  bool take_rwqe(Qp& qp);
   bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err);
-  void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len,
-                     uint32_t wc_flags, uint32_t imm);
+  void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len, uint32_t wc_flags,
+                     uint32_t imm);
   void resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status);
   void resp_nak(Qp& qp, uint8_t syndrome);
   void queue_response(Qp& qp, uint32_t res_index);
+  bool claim_resource(Qp& qp);
   bool resp_has_output(const Qp& qp) const;
   Build build_response(Qp& qp, datapath::Frame& buf);
 
@@ -178,8 +181,7 @@ class Engine {
 
   // rx_dispatch.cc.
   void dispatch(const wire::PacketView& pv, uint64_t now_ns);
-  uint32_t build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_t now_ns,
-                        bool* no_room);
+  uint32_t build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_t now_ns, bool* no_room);
   bool qp_tx_ready(const Qp& qp, uint64_t now_ns) const;
   void count_tx(uint32_t len) {
     ++counters_.tx_packets;
@@ -195,10 +197,10 @@ class Engine {
   CopyEngine& copier_;
   uint32_t port_max_mtu_ = 256;
 
-  std::vector<Qp> qps_;          // max_qps slots + 1 for QP1 (last slot)
+  std::vector<Qp> qps_;           // max_qps slots + 1 for QP1 (last slot)
   std::vector<uint32_t> qp_gen_;  // per slot: generation, part of the QPN
   std::vector<uint32_t> free_qps_;
-  std::vector<CqSlot> cqs_;       // cq_id = index; slot 0 unused
+  std::vector<CqSlot> cqs_;          // cq_id = index; slot 0 unused
   std::vector<PendingCqe> pending_;  // completions waiting for copies (reserved)
   std::vector<uint32_t> tx_list_;    // ring of QP slots with transmit work
   uint32_t tx_head_ = 0;

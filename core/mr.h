@@ -25,7 +25,7 @@ class MrTable {
   explicit MrTable(uint32_t max_mrs = 1u << 16, uint32_t max_pds = 1u << 12);
 
   // Control plane.
-  uint32_t alloc_pd();  // 0 when no PD is left
+  uint32_t alloc_pd();             // 0 when no PD is left
   Status dealloc_pd(uint32_t pd);  // kBusy while MRs or QPs use it
   bool pd_valid(uint32_t pd) const;
   // References held by QPs (and other objects) on a PD; used by the engine.
@@ -35,8 +35,8 @@ class MrTable {
   // host_base is where burst touches the bytes (the iova itself for in-process
   // users, later a mapping of application memory); iova is what the peer and the
   // work requests use as addresses.
-  Status reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
-                uint32_t access, uint32_t* lkey, uint32_t* rkey);
+  Status reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length, uint32_t access,
+                uint32_t* lkey, uint32_t* rkey);
   Status dereg_mr(uint32_t lkey);
   // SEND_WITH_INVALIDATE: the rkey (and its lkey) stop working until the MR is
   // registered again. kNotFound for an unknown key, kPermission for another PD.
@@ -46,26 +46,28 @@ class MrTable {
   // (overflow-safe) and return the host address of addr, or nullptr.
   // local(): need_access is kAccessLocalWrite for placement, 0 for gather; *err
   // is kLocProtErr on any failure.
-  uint8_t* local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
-                 uint32_t need_access, WcStatus* err) const;
+  uint8_t* local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len, uint32_t need_access,
+                 WcStatus* err) const;
   uint8_t* remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
                   uint32_t need_access) const;
 
   uint32_t mr_count() const { return mr_count_; }
 
  private:
+  // Every field below is written by the control plane (reg/dereg/alloc) and read
+  // by the workers; Mr::valid is also written by a worker (SEND_WITH_INVALIDATE).
   struct Mr {
     uint8_t* host = nullptr;
     uint64_t iova = 0;
     uint64_t length = 0;
     uint32_t pd = 0;
     uint32_t access = 0;
-    uint32_t key = 0;      // current key; 0 while the entry is free
-    bool valid = false;    // registered and not invalidated
+    uint32_t key = 0;    // current key; 0 while the entry is free
+    bool valid = false;  // registered and not invalidated
   };
   struct Pd {
     bool in_use = false;
-    uint32_t refs = 0;
+    uint32_t refs = 0;  // MRs and QPs using the PD
   };
 
   const Mr* find(uint32_t key) const;

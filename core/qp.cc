@@ -13,8 +13,8 @@ constexpr uint32_t kKnownAccess =
 
 // RNR NAK timer values of IBA table 45, in microseconds; code 0 is the longest.
 constexpr uint32_t kRnrTimerUs[32] = {
-    655360, 10,    20,    30,    40,    60,    80,     120,    160,    240,   320,
-    480,    640,   960,   1280,  1920,  2560,  3840,   5120,   7680,   10240, 15360,
+    655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,    320,
+    480,    640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240,  15360,
     20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
@@ -30,10 +30,14 @@ Rule rule(Kind k, QpState cur, QpState next) {
   using S = QpState;
   auto by = [k](uint32_t ud, uint32_t uc, uint32_t rc, uint32_t gsi) {
     switch (k) {
-      case Kind::kUd: return ud;
-      case Kind::kUc: return uc;
-      case Kind::kRc: return rc;
-      case Kind::kGsi: return gsi;
+      case Kind::kUd:
+        return ud;
+      case Kind::kUc:
+        return uc;
+      case Kind::kRc:
+        return rc;
+      case Kind::kGsi:
+        return gsi;
     }
     return 0u;
   };
@@ -56,40 +60,38 @@ Rule rule(Kind k, QpState cur, QpState next) {
       if (next == S::kRtr) {
         const uint32_t uc_req = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
         const uint32_t conn_opt = kQpAltPath | kQpAccessFlags | kQpPkeyIndex;
-        return {true,
-                by(0, uc_req, uc_req | kQpMaxDestRdAtomic | kQpMinRnrTimer, 0),
+        return {true, by(0, uc_req, uc_req | kQpMaxDestRdAtomic | kQpMinRnrTimer, 0),
                 by(kQpPkeyIndex | kQpQkey, conn_opt, conn_opt, kQpPkeyIndex | kQpQkey)};
       }
       break;
     case S::kRtr:
       if (next == S::kRts) {
-        return {true,
-                by(kQpSqPsn, kQpSqPsn,
-                   kQpQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic,
-                   kQpSqPsn),
-                by(kQpCurState | kQpQkey,
-                   kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
-                   kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
-                   kQpCurState | kQpQkey)};
+        return {
+            true,
+            by(kQpSqPsn, kQpSqPsn,
+               kQpQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic, kQpSqPsn),
+            by(kQpCurState | kQpQkey, kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
+               kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
+               kQpCurState | kQpQkey)};
       }
       break;
     case S::kRts:
       if (next == S::kRts) {
-        return {true, 0,
-                by(kQpCurState | kQpQkey,
-                   kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState,
-                   kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState | kQpMinRnrTimer,
-                   kQpCurState | kQpQkey)};
+        return {
+            true, 0,
+            by(kQpCurState | kQpQkey, kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState,
+               kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState | kQpMinRnrTimer,
+               kQpCurState | kQpQkey)};
       }
       if (next == S::kSqd) return {true, 0, kQpEnSqdAsyncNotify};
       break;
     case S::kSqd:
       if (next == S::kRts) {
-        return {true, 0,
-                by(kQpCurState | kQpQkey,
-                   kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
-                   kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
-                   kQpCurState | kQpQkey)};
+        return {
+            true, 0,
+            by(kQpCurState | kQpQkey, kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
+               kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
+               kQpCurState | kQpQkey)};
       }
       if (next == S::kSqd) {
         return {true, 0,
@@ -104,8 +106,7 @@ Rule rule(Kind k, QpState cur, QpState next) {
     case S::kSqe:
       if (next == S::kRts) {
         return {true, 0,
-                by(kQpCurState | kQpQkey, kQpCurState | kQpAccessFlags, 0,
-                   kQpCurState | kQpQkey)};
+                by(kQpCurState | kQpQkey, kQpCurState | kQpAccessFlags, 0, kQpCurState | kQpQkey)};
       }
       break;
     case S::kErr:
@@ -128,8 +129,10 @@ bool modify_transition_ok(QpType type, bool gsi, QpState cur, QpState next, uint
       static_cast<uint8_t>(next) > static_cast<uint8_t>(QpState::kErr)) {
     return false;
   }
-  Kind k = gsi ? Kind::kGsi
-               : type == QpType::kRc ? Kind::kRc : type == QpType::kUc ? Kind::kUc : Kind::kUd;
+  Kind k = gsi                   ? Kind::kGsi
+           : type == QpType::kRc ? Kind::kRc
+           : type == QpType::kUc ? Kind::kUc
+                                 : Kind::kUd;
   const Rule r = rule(k, cur, next);
   if (!r.valid) return false;
   const uint32_t attrs = mask & ~kQpState;

@@ -20,9 +20,9 @@ namespace burst::core {
 
 using wire::Psn;
 
-constexpr uint32_t kMaxRdAtomic = 16;      // device limit: max_rd_atomic, max_dest_rd_atomic
-constexpr uint32_t kMaxQpWr = 1u << 15;    // device limit: max_send_wr, max_recv_wr
-constexpr uint32_t kMaxInlineData = 1024;  // device limit: max_inline_data
+constexpr uint32_t kMaxRdAtomic = 16;            // device limit: max_rd_atomic, max_dest_rd_atomic
+constexpr uint32_t kMaxQpWr = 1u << 15;          // device limit: max_send_wr, max_recv_wr
+constexpr uint32_t kMaxInlineData = 1024;        // device limit: max_inline_data
 constexpr uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
 
 // IBA RNR NAK timer (9.7.5.2.8): encoded value -> wait in nanoseconds.
@@ -32,9 +32,9 @@ uint64_t ack_timeout_ns(uint8_t timeout);
 
 struct SendWqe {
   SendWr wr;
-  uint32_t length = 0;     // total bytes of the message
-  uint32_t npkts = 0;      // PSNs the message consumes (READ: response packets)
-  Psn first_psn;           // valid once `assigned`
+  uint32_t length = 0;  // total bytes of the message
+  uint32_t npkts = 0;   // PSNs the message consumes (READ: response packets)
+  Psn first_psn;        // valid once `assigned`
   Psn last_psn;
   bool assigned = false;   // PSNs assigned (the first packet went out)
   bool rd_atomic = false;  // READ or atomic: counts against max_rd_atomic
@@ -47,11 +47,11 @@ struct SendWqe {
 struct SendQueue {
   std::vector<SendWqe> ring;
   uint32_t mask = 0;
-  uint32_t head = 0;        // next slot to post (free-running)
-  uint32_t tail = 0;        // oldest WQE not completed
-  uint32_t assigned = 0;    // WQEs [tail, assigned) have PSNs
-  uint32_t cursor = 0;      // WQE of the next packet to (re)transmit
-  uint32_t cursor_pkt = 0;  // packet index inside that WQE
+  uint32_t head = 0;                // next slot to post (free-running)
+  uint32_t tail = 0;                // oldest WQE not completed
+  uint32_t assigned = 0;            // WQEs [tail, assigned) have PSNs
+  uint32_t cursor = 0;              // WQE of the next packet to (re)transmit
+  uint32_t cursor_pkt = 0;          // packet index inside that WQE
   std::vector<uint8_t> inline_buf;  // max_inline_data bytes per slot
   uint32_t inline_stride = 0;
 
@@ -74,10 +74,10 @@ struct RecvQueue {
 
 // Requester and completer state (RC).
 struct ReqState {
-  Psn psn_alloc;   // first PSN of the next WQE to be assigned
-  Psn psn_hi;      // one past the highest PSN ever transmitted
-  Psn una;         // oldest PSN not acknowledged
-  Psn last_ackreq;  // PSN of the last packet sent with AckReq
+  Psn psn_alloc;                    // first PSN of the next WQE to be assigned
+  Psn psn_hi;                       // one past the highest PSN ever transmitted
+  Psn una;                          // oldest PSN not acknowledged
+  Psn last_ackreq;                  // PSN of the last packet sent with AckReq
   uint32_t rd_atomic_inflight = 0;  // assigned READ/atomic WQEs not completed
   uint8_t retry_left = 0;
   uint8_t rnr_left = 0;
@@ -93,6 +93,7 @@ struct RdAtomicRes {
   enum Kind : uint8_t { kFree = 0, kRead, kAtomic };
   Kind kind = kFree;
   bool queued = false;  // responses waiting for transmission
+  bool replay = false;  // queued for a duplicate request (the original went out already)
   Psn first_psn;
   Psn last_psn;
   uint32_t rkey = 0;
@@ -126,9 +127,9 @@ struct RespState {
   bool nak_pending = false;  // NAK (seq, RNR or fatal) waiting for transmission
   uint8_t nak_syndrome = 0;
   Psn nak_psn;
-  bool fatal = false;        // error NAK queued: the QP is in ERR, only the NAK leaves
+  bool fatal = false;  // error NAK queued: the QP is in ERR, only the NAK leaves
   std::array<RdAtomicRes, kMaxRdAtomic> res{};
-  uint32_t res_next = 0;     // next resource to allocate (ring over max_dest_rd_atomic)
+  uint32_t res_next = 0;  // next resource to allocate (ring over max_dest_rd_atomic)
   std::array<uint8_t, kMaxRdAtomic> queue{};  // resources with responses to send, in order
   uint32_t q_head = 0;
   uint32_t q_count = 0;
@@ -145,8 +146,8 @@ struct Qp {
   uint32_t recv_cq = 0;
   QpCap cap;
   bool sq_sig_all = false;
-  QpAttr attr;          // attributes as last set (qp_state mirrors `state`)
-  uint32_t mtu = 1024;  // path MTU in bytes
+  QpAttr attr;               // attributes as last set (qp_state mirrors `state`)
+  uint32_t mtu = 1024;       // path MTU in bytes
   wire::PathHeaders path{};  // RC: headers toward the connected peer
 
   SendQueue sq;

@@ -169,6 +169,7 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
     }
   }
 
+  rq.rnr_until_ns = 0;  // a finished RNR wait (tick may not have seen it yet)
   if (!w.assigned) {
     w.assigned = true;
     w.npkts = npkts;

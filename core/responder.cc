@@ -36,9 +36,9 @@ void Engine::resp_nak(Qp& qp, uint8_t syndrome) {
 void Engine::resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status) {
   RespState& r = qp.resp;
   if (r.rwqe_held) {
-    complete_rwqe(qp, rwqe_status, r.msg == RespState::kWrite ? WcOpcode::kRecvRdmaWithImm
-                                                              : WcOpcode::kRecv,
-                  0, 0, 0);
+    complete_rwqe(qp, rwqe_status,
+                  r.msg == RespState::kWrite ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, 0, 0,
+                  0);
   }
   resp_nak(qp, nak(static_cast<NakCode>(nak_code)));
   r.fatal = true;
@@ -62,9 +62,8 @@ void Engine::complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t by
   qp.resp.rwqe_held = false;
 }
 
-bool Engine::take_rwqe(Qp& qp, const wire::PacketView& pv) {
+bool Engine::take_rwqe(Qp& qp) {
   RespState& r = qp.resp;
-  (void)pv;
   if (qp.rq.empty()) {
     resp_nak(qp, wire::AethSyndrome::rnr_nak(qp.attr.min_rnr_timer).raw());
     r.nak_outstanding = true;  // silence for the packets behind it
@@ -136,7 +135,11 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
     return;
   }
   r.nak_outstanding = false;  // the expected PSN arrived
-  if (r.nak_pending) r.nak_pending = false;  // a sequence/RNR NAK not sent yet is moot now
+  if (r.nak_pending) {
+    // A sequence/RNR NAK not sent yet is moot now; the ACK it replaced is not.
+    r.nak_pending = false;
+    r.ack_pending = true;
+  }
 
   const wire::OpcodeInfo& info = *pv.info;
   const bool first = info.has(wire::kFirst);
@@ -145,15 +148,22 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
   // otherwise only a message start is acceptable.
   bool seq_ok;
   switch (r.msg) {
-    case RespState::kSend: seq_ok = info.has(wire::kSend) && !first; break;
-    case RespState::kWrite: seq_ok = info.has(wire::kWrite) && !first; break;
-    default: seq_ok = first; break;
+    case RespState::kSend:
+      seq_ok = info.has(wire::kSend) && !first;
+      break;
+    case RespState::kWrite:
+      seq_ok = info.has(wire::kWrite) && !first;
+      break;
+    default:
+      seq_ok = first;
+      break;
   }
   if (!seq_ok) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
   }
   // Payload sizes by position: FIRST/MIDDLE carry exactly one path MTU, LAST 1..MTU.
+  // (parse_frame already dropped READ requests and atomics that carry payload.)
   if (info.has(wire::kHasPayload)) {
     const uint32_t len = pv.payload_len;
     const bool bad = (!last && len != qp.mtu) || (last && !first && (len == 0 || len > qp.mtu)) ||
@@ -187,7 +197,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
 void Engine::rc_send(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
   const wire::OpcodeInfo& info = *pv.info;
-  if (info.has(wire::kFirst) && !take_rwqe(qp, pv)) return;  // RNR NAK queued
+  if (info.has(wire::kFirst) && !take_rwqe(qp)) return;  // RNR NAK queued
   const uint32_t len = pv.payload_len;
   if (uint64_t{r.msg_bytes} + len > r.rwqe_len) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kLocLenErr);
@@ -257,7 +267,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
   }
-  if (info.has(wire::kNeedsRwqe) && !take_rwqe(qp, pv)) return;  // WRITE_WITH_IMM: RNR NAK
+  if (info.has(wire::kNeedsRwqe) && !take_rwqe(qp)) return;  // WRITE_WITH_IMM: RNR NAK
 
   if (first) {
     r.write_va = va;
@@ -288,6 +298,28 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   }
 }
 
+bool Engine::claim_resource(Qp& qp) {
+  RespState& r = qp.resp;
+  RdAtomicRes& res = r.res[r.res_next];
+  if (!res.queued) return true;
+  // Still queued. An original response not sent yet means the requester has more
+  // READ/atomics outstanding than max_dest_rd_atomic allows. A replay (queued for
+  // a duplicate that raced with the original responses) is moot: the requester
+  // completed that request, or it could not have issued this one.
+  if (!res.replay) return false;
+  uint32_t kept = 0;
+  std::array<uint8_t, kMaxRdAtomic> keep{};
+  for (uint32_t i = 0; i < r.q_count; ++i) {
+    const uint8_t q = r.queue[(r.q_head + i) % kMaxRdAtomic];
+    if (q != r.res_next) keep[kept++] = q;
+  }
+  r.q_head = 0;
+  r.q_count = kept;
+  for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
+  res.queued = false;
+  return true;
+}
+
 void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
   if ((qp.attr.qp_access_flags & kAccessRemoteRead) == 0 || qp.attr.max_dest_rd_atomic == 0) {
@@ -296,7 +328,7 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
   }
   const wire::Reth* reth = pv.reth();
   const uint32_t len = reth->dma_len();
-  if (len > kMaxMessageBytes || r.res[r.res_next].queued) {
+  if (len > kMaxMessageBytes || !claim_resource(qp)) {
     // Too long, or more outstanding READ/atomics than max_dest_rd_atomic.
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
@@ -326,8 +358,7 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
 
 void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
-  if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0 || qp.attr.max_dest_rd_atomic == 0 ||
-      r.res[r.res_next].queued) {
+  if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0 || qp.attr.max_dest_rd_atomic == 0) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
   }
@@ -342,6 +373,10 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
     return;
   }
   if ((reinterpret_cast<uintptr_t>(host) & 7) != 0) {  // host mapping not 8-byte aligned
+    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    return;
+  }
+  if (!claim_resource(qp)) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
   }
@@ -385,11 +420,11 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
   uint32_t slot = 0;
   for (uint32_t i = 0; i < nres; ++i) {
     RdAtomicRes& res = r.res[i];
-    const bool match =
-        info.has(wire::kRead)
-            ? res.kind == RdAtomicRes::kRead && !wire::psn_before(psn, res.first_psn) &&
-                  !wire::psn_after(psn, res.last_psn)
-            : res.kind == RdAtomicRes::kAtomic && res.first_psn == psn;
+    const bool match = info.has(wire::kRead)
+                           ? res.kind == RdAtomicRes::kRead &&
+                                 !wire::psn_before(psn, res.first_psn) &&
+                                 !wire::psn_after(psn, res.last_psn)
+                           : res.kind == RdAtomicRes::kAtomic && res.first_psn == psn;
     if (match) {
       found = &res;
       slot = i;
@@ -406,11 +441,10 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
     const wire::Reth* reth = pv.reth();
     const uint32_t len = reth->dma_len();
     const uint32_t npkts = len == 0 ? 1 : (len + qp.mtu - 1) / qp.mtu;
-    const bool fits = len <= found->len &&
-                      !wire::psn_after(psn + (npkts - 1), found->last_psn) &&
+    const bool fits = len <= found->len && !wire::psn_after(psn + (npkts - 1), found->last_psn) &&
                       reth->rkey() == found->rkey;
     if (!fits || (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len,
-                                           kAccessRemoteRead) == nullptr)) {
+                                          kAccessRemoteRead) == nullptr)) {
       ++counters_.rx_drop[static_cast<size_t>(Drop::kDupUnmatched)];
       return;
     }
@@ -437,6 +471,7 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
   r.q_count = kept;
   for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
   found->tx_psn = found->tx_first_psn = psn;
+  found->replay = true;
   queue_response(qp, slot);
 }
 

@@ -10,7 +10,8 @@ void Engine::rx_burst(const datapath::Frame* frames, uint32_t n, uint64_t now_ns
     ++counters_.rx_packets;
     counters_.rx_bytes += frames[i].len;
     wire::PacketView pv;
-    const wire::RxDrop d = wire::parse_frame(frames[i].data, frames[i].len, &pv, config_.verify_icrc);
+    const wire::RxDrop d =
+        wire::parse_frame(frames[i].data, frames[i].len, &pv, config_.verify_icrc);
     if (d != wire::RxDrop::kNone) {
       ++counters_.rx_parse_drop[static_cast<size_t>(d)];
       continue;

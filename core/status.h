@@ -29,14 +29,22 @@ class [[nodiscard]] Status {
   constexpr Errc errc() const { return errc_; }
   constexpr int to_errno() const {
     switch (errc_) {
-      case Errc::kOk: return 0;
-      case Errc::kInvalid: return EINVAL;
-      case Errc::kNoMemory: return ENOMEM;
-      case Errc::kNotFound: return ENOENT;
-      case Errc::kBusy: return EBUSY;
-      case Errc::kNotSupported: return EOPNOTSUPP;
-      case Errc::kState: return EINVAL;
-      case Errc::kPermission: return EACCES;
+      case Errc::kOk:
+        return 0;
+      case Errc::kInvalid:
+        return EINVAL;
+      case Errc::kNoMemory:
+        return ENOMEM;
+      case Errc::kNotFound:
+        return ENOENT;
+      case Errc::kBusy:
+        return EBUSY;
+      case Errc::kNotSupported:
+        return EOPNOTSUPP;
+      case Errc::kState:
+        return EINVAL;
+      case Errc::kPermission:
+        return EACCES;
     }
     return EINVAL;
   }

@@ -96,9 +96,8 @@ Engine::Build Engine::build_ud_send(Qp& qp, datapath::Frame& buf) {
     flush_sq(qp);
     return Build::kBlocked;
   }
-  const uint8_t opcode = w.wr.opcode == WrOpcode::kSendWithImm
-                             ? wire::op::kUdSendOnlyWithImmediate
-                             : wire::op::kUdSendOnly;
+  const uint8_t opcode = w.wr.opcode == WrOpcode::kSendWithImm ? wire::op::kUdSendOnlyWithImmediate
+                                                               : wire::op::kUdSendOnly;
   wire::FrameWriter fw(buf.data, buf.cap, path, opcode, w.length);
   if (!fw.ok()) {
     ++counters_.tx_buffer_too_small;

@@ -13,7 +13,8 @@ uint32_t round_pow2(uint32_t v) {
 }  // namespace
 
 CopyEngine::CopyEngine(CopyKind kind, uint32_t ring_entries)
-    : kind_(kind), ring_(round_pow2(ring_entries < 2 ? 2 : ring_entries)),
+    : kind_(kind),
+      ring_(round_pow2(ring_entries < 2 ? 2 : ring_entries)),
       mask_(static_cast<uint32_t>(ring_.size() - 1)) {
   // Without DSA support compiled in, a kDsa engine runs on the CPU path.
   if (kind_ == CopyKind::kDsa) kind_ = CopyKind::kCpu;

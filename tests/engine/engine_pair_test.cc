@@ -4,6 +4,7 @@
 // every completion must arrive exactly once, in order, with the right status.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <random>
@@ -438,6 +439,336 @@ TEST(Ud, DatagramsCarryGrhAndData) {
     EXPECT_EQ(buf[20] >> 4, 4) << "IPv4 version nibble in the GRH area";
     EXPECT_EQ(first_diff(buf + 40, src.data() + m * kSize, kSize), -1) << "datagram " << m;
   }
+}
+
+
+// Many seeds of the mixed fault profile: each one a different interleaving of
+// loss, duplication, reordering and corruption in both directions.
+class SeedSweep : public testing::TestWithParam<uint64_t> {};
+
+TEST_P(SeedSweep, MixedOpsOnOneQp) {
+  PairOptions opt;
+  opt.cap.max_send_wr = 128;
+  opt.cap.max_recv_wr = 128;
+  opt.max_rd_atomic = 4;
+  opt.sq_psn[0] = 0xFFFFFF - GetParam() * 13;  // wrap at a different point per seed
+  EnginePair pair(opt);
+  for (int s = 0; s < 2; ++s) {
+    datapath::LoopbackFaults f{.drop = 0.03, .duplicate = 0.03, .reorder = 0.03, .corrupt = 0.02};
+    f.seed = GetParam() * 2 + static_cast<uint64_t>(s);
+    pair.set_faults(s, f);
+  }
+  const size_t qp = pair.connect_rc();
+  constexpr int kMsgs = 60;
+  constexpr uint32_t kMax = 9000;
+  std::vector<uint8_t> a(kMsgs * kMax), b(kMsgs * kMax, 0), expect_b(kMsgs * kMax, 0),
+      readback(kMsgs * kMax, 0);
+  fill_pattern(a.data(), a.size(), GetParam());
+  uint32_t al, ar, bl, br, rl, rr;
+  pair.reg(0, a.data(), a.size(), 0, &al, &ar);
+  pair.reg(0, readback.data(), readback.size(), 0, &rl, &rr);
+  pair.reg(1, b.data(), b.size(), core::kAccessRemoteWrite | core::kAccessRemoteRead, &bl, &br);
+  std::mt19937 rng(static_cast<uint32_t>(GetParam()));
+  // Message m: WRITE or SEND of a[m] into b[m], then every third one READ back
+  // into readback[m] (the READ follows the write on the same QP, so it must see it).
+  std::vector<uint32_t> sizes(kMsgs);
+  int recvs = 0, sends = 0;
+  for (int m = 0; m < kMsgs; ++m) {
+    sizes[m] = rng() % kMax;
+    const uint64_t off = uint64_t{static_cast<uint32_t>(m)} * kMax;
+    const bool send = rng() % 2;
+    if (send) {
+      core::RecvWr rw;
+      rw.wr_id = static_cast<uint64_t>(m);
+      rw.num_sge = 1;
+      rw.sg_list[0] = {reinterpret_cast<uint64_t>(b.data() + off), kMax, bl};
+      ASSERT_TRUE(pair.engine(1).post_recv(pair.qpn(qp, 1), rw).ok());
+      ++recvs;
+    }
+    core::SendWr wr;
+    wr.wr_id = static_cast<uint64_t>(m) * 2;
+    wr.send_flags = core::kSendSignaled;
+    wr.opcode = send ? WrOpcode::kSend : WrOpcode::kRdmaWrite;
+    // Two SGEs split at a random point: gather must stitch them.
+    const uint32_t cut = sizes[m] ? rng() % sizes[m] : 0;
+    wr.num_sge = 2;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(a.data() + off), cut, al};
+    wr.sg_list[1] = {reinterpret_cast<uint64_t>(a.data() + off + cut), sizes[m] - cut, al};
+    wr.rdma = {reinterpret_cast<uint64_t>(b.data() + off), br};
+    ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+    sends += 1;
+    std::memcpy(expect_b.data() + off, a.data() + off, sizes[m]);
+    if (m % 3 == 0) {
+      core::SendWr rd;
+      rd.wr_id = static_cast<uint64_t>(m) * 2 + 1;
+      rd.send_flags = core::kSendSignaled;
+      rd.opcode = WrOpcode::kRdmaRead;
+      rd.num_sge = 1;
+      rd.sg_list[0] = {reinterpret_cast<uint64_t>(readback.data() + off), sizes[m], rl};
+      rd.rdma = {reinterpret_cast<uint64_t>(b.data() + off), br};
+      ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), rd).ok());
+      sends += 1;
+    }
+  }
+  std::vector<core::Wc> wc0, wc1;
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    pair.poll(1, &wc1);
+    return wc0.size() >= static_cast<size_t>(sends) && wc1.size() >= static_cast<size_t>(recvs);
+  }));
+  pair.run_until([] { return false; }, 20'000, 10'000);
+  pair.poll(0, &wc0);
+  pair.poll(1, &wc1);
+  ASSERT_EQ(wc0.size(), static_cast<size_t>(sends));
+  ASSERT_EQ(wc1.size(), static_cast<size_t>(recvs));
+  uint64_t prev = 0;
+  for (size_t i = 0; i < wc0.size(); ++i) {
+    EXPECT_EQ(wc0[i].status, WcStatus::kSuccess);
+    if (i > 0) EXPECT_GT(wc0[i].wr_id, prev) << "completions out of order";
+    prev = wc0[i].wr_id;
+  }
+  for (const auto& w : wc1) {
+    EXPECT_EQ(w.status, WcStatus::kSuccess);
+    EXPECT_EQ(w.byte_len, sizes[w.wr_id]);
+  }
+  EXPECT_EQ(first_diff(b.data(), expect_b.data(), b.size()), -1);
+  for (int m = 0; m < kMsgs; m += 3) {
+    const uint64_t off = uint64_t{static_cast<uint32_t>(m)} * kMax;
+    EXPECT_EQ(first_diff(readback.data() + off, expect_b.data() + off, sizes[m]), -1)
+        << "READ after WRITE/SEND on message " << m;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, SeedSweep, testing::Range<uint64_t>(1, 41));
+
+// A SEND with no receive posted is RNR-NAKed; it completes once a receive
+// arrives, and the RNR wait is the one the responder advertised.
+TEST(Rnr, SendWaitsForReceive) {
+  PairOptions opt;
+  opt.min_rnr_timer = 14;  // 0.64 ms
+  EnginePair pair(opt);
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(3000), dst(3000, 0);
+  fill_pattern(src.data(), src.size(), 4);
+  uint32_t sl, sr, dl, dr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  pair.reg(1, dst.data(), dst.size(), 0, &dl, &dr);
+  core::SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kSend;
+  wr.send_flags = core::kSendSignaled;
+  wr.num_sge = 1;
+  wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 3000, sl};
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  std::vector<core::Wc> wc0, wc1;
+  // Run 5 ms of virtual time with no receive posted: RNR NAKs, no completion.
+  const uint64_t until = pair.now_ns() + 5'000'000;
+  pair.run_until([&] { pair.poll(0, &wc0); return pair.now_ns() >= until; });
+  EXPECT_TRUE(wc0.empty());
+  EXPECT_GT(pair.engine(1).counters().rnr_naks_sent, 0u);
+  EXPECT_GT(pair.engine(0).counters().rnr_naks_received, 0u);
+  // At most one RNR NAK per 0.64 ms wait (plus the first): the wait is honoured.
+  EXPECT_LE(pair.engine(0).counters().rnr_naks_received, 5'000'000u / 640'000u + 2);
+  core::RecvWr rw;
+  rw.wr_id = 9;
+  rw.num_sge = 1;
+  rw.sg_list[0] = {reinterpret_cast<uint64_t>(dst.data()), 3000, dl};
+  ASSERT_TRUE(pair.engine(1).post_recv(pair.qpn(qp, 1), rw).ok());
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    pair.poll(1, &wc1);
+    return wc0.size() == 1 && wc1.size() == 1;
+  }));
+  EXPECT_EQ(wc0[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc1[0].byte_len, 3000u);
+  EXPECT_EQ(first_diff(src.data(), dst.data(), 3000), -1);
+}
+
+// rnr_retry 0: the first RNR NAK ends the WR with kRnrRetryExcErr; the QP
+// enters the error state and later WRs are flushed.
+TEST(Rnr, RetryExhaustedErrorsTheQp) {
+  PairOptions opt;
+  opt.rnr_retry = 0;
+  EnginePair pair(opt);
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(100);
+  uint32_t sl, sr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  for (int i = 0; i < 3; ++i) {
+    core::SendWr wr;
+    wr.wr_id = static_cast<uint64_t>(i);
+    wr.opcode = WrOpcode::kSend;
+    wr.send_flags = core::kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 100, sl};
+    ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  }
+  std::vector<core::Wc> wc0;
+  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 3; }));
+  EXPECT_EQ(wc0[0].status, WcStatus::kRnrRetryExcErr);
+  EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(wc0[2].status, WcStatus::kWrFlushErr);
+  core::QpAttr attr;
+  core::QpCap cap;
+  ASSERT_TRUE(pair.engine(0).query_qp(pair.qpn(qp, 0), &attr, &cap).ok());
+  EXPECT_EQ(attr.qp_state, core::QpState::kErr);
+}
+
+// A dead link: every frame lost. The transport timer fires retry_cnt + 1
+// times, then the WR fails with kRetryExcErr and the rest is flushed.
+TEST(Retry, DeadLinkExhaustsRetries) {
+  PairOptions opt;
+  opt.retry_cnt = 3;
+  opt.timeout = 10;  // 4.2 ms
+  EnginePair pair(opt);
+  const size_t qp = pair.connect_rc();
+  pair.set_faults(0, {.drop = 1.0});
+  std::vector<uint8_t> src(5000), dst(5000);
+  uint32_t sl, sr, dl, dr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  pair.reg(1, dst.data(), dst.size(), core::kAccessRemoteWrite, &dl, &dr);
+  const uint64_t t0 = pair.now_ns();
+  for (int i = 0; i < 2; ++i) {
+    core::SendWr wr;
+    wr.wr_id = static_cast<uint64_t>(i);
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.send_flags = core::kSendSignaled;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 5000, sl};
+    wr.rdma = {reinterpret_cast<uint64_t>(dst.data()), dr};
+    ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  }
+  std::vector<core::Wc> wc0;
+  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 2; }));
+  EXPECT_EQ(wc0[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(pair.engine(0).counters().timeouts, 4u);  // first try + 3 retries, each timed out
+  // 4 timeouts of 4.096 us * 2^10 each: the failure cannot come earlier.
+  EXPECT_GE(pair.now_ns() - t0, 4u * 4096u * 1024u);
+}
+
+// Wrong rkey / missing access: the responder NAKs with remote access error.
+TEST(Access, WrongRkeyIsRemoteAccessError) {
+  EnginePair pair;
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(64), dst(64, 0);
+  uint32_t sl, sr, dl, dr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  pair.reg(1, dst.data(), dst.size(), core::kAccessRemoteRead, &dl, &dr);  // no remote write
+  core::SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = core::kSendSignaled;
+  wr.num_sge = 1;
+  wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 64, sl};
+  wr.rdma = {reinterpret_cast<uint64_t>(dst.data()), dr};
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  wr.wr_id = 2;
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  std::vector<core::Wc> wc0;
+  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 2; }));
+  EXPECT_EQ(wc0[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(std::count(dst.begin(), dst.end(), 0), 64) << "nothing written without access";
+  EXPECT_EQ(pair.engine(1).counters().naks_sent[2], 1u);  // remote access error
+}
+
+// Unsignaled WRs complete silently; a signaled one after them completes alone,
+// and the data of all of them is there.
+TEST(Signaling, UnsignaledThenSignaled) {
+  EnginePair pair;
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(10 * 700), dst(10 * 700, 0);
+  fill_pattern(src.data(), src.size(), 8);
+  uint32_t sl, sr, dl, dr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  pair.reg(1, dst.data(), dst.size(), core::kAccessRemoteWrite, &dl, &dr);
+  for (int i = 0; i < 10; ++i) {
+    core::SendWr wr;
+    wr.wr_id = static_cast<uint64_t>(i);
+    wr.opcode = WrOpcode::kRdmaWrite;
+    wr.send_flags = i == 9 ? core::kSendSignaled : 0;
+    wr.num_sge = 1;
+    wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data() + i * 700), 700, sl};
+    wr.rdma = {reinterpret_cast<uint64_t>(dst.data() + i * 700), dr};
+    ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  }
+  std::vector<core::Wc> wc0;
+  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return !wc0.empty(); }));
+  pair.run_until([] { return false; }, 2000, 5000);
+  pair.poll(0, &wc0);
+  ASSERT_EQ(wc0.size(), 1u);
+  EXPECT_EQ(wc0[0].wr_id, 9u);
+  EXPECT_EQ(first_diff(src.data(), dst.data(), src.size()), -1);
+}
+
+// Inline data is copied at post time: changing the buffer afterwards must not
+// change what arrives.
+TEST(Inline, CopiedAtPostTime) {
+  PairOptions opt;
+  opt.cap.max_inline_data = 64;
+  EnginePair pair(opt);
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(48, 0x5A), dst(48, 0);
+  uint32_t dl, dr;
+  pair.reg(1, dst.data(), dst.size(), core::kAccessRemoteWrite, &dl, &dr);
+  core::SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kRdmaWrite;
+  wr.send_flags = core::kSendSignaled | core::kSendInline;
+  wr.num_sge = 1;
+  wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 48, 0};
+  wr.rdma = {reinterpret_cast<uint64_t>(dst.data()), dr};
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  std::fill(src.begin(), src.end(), 0x11);
+  std::vector<core::Wc> wc0;
+  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return !wc0.empty(); }));
+  EXPECT_EQ(wc0[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(std::count(dst.begin(), dst.end(), 0x5A), 48);
+}
+
+// SEND_WITH_INVALIDATE: the responder's rkey stops working after the SEND.
+TEST(Invalidate, SendWithInvalidateKillsTheRkey) {
+  EnginePair pair;
+  const size_t qp = pair.connect_rc();
+  std::vector<uint8_t> src(256, 3), dst(256, 0), target(64, 0);
+  uint32_t sl, sr, dl, dr, tl, tr;
+  pair.reg(0, src.data(), src.size(), 0, &sl, &sr);
+  pair.reg(1, dst.data(), dst.size(), 0, &dl, &dr);
+  pair.reg(1, target.data(), target.size(), core::kAccessRemoteWrite, &tl, &tr);
+  core::RecvWr rw;
+  rw.wr_id = 1;
+  rw.num_sge = 1;
+  rw.sg_list[0] = {reinterpret_cast<uint64_t>(dst.data()), 256, dl};
+  ASSERT_TRUE(pair.engine(1).post_recv(pair.qpn(qp, 1), rw).ok());
+  core::SendWr wr;
+  wr.wr_id = 1;
+  wr.opcode = WrOpcode::kSendWithInv;
+  wr.invalidate_rkey = tr;
+  wr.send_flags = core::kSendSignaled;
+  wr.num_sge = 1;
+  wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 256, sl};
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
+  core::SendWr w2;
+  w2.wr_id = 2;
+  w2.opcode = WrOpcode::kRdmaWrite;
+  w2.send_flags = core::kSendSignaled;
+  w2.num_sge = 1;
+  w2.sg_list[0] = {reinterpret_cast<uint64_t>(src.data()), 64, sl};
+  w2.rdma = {reinterpret_cast<uint64_t>(target.data()), tr};
+  ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), w2).ok());
+  std::vector<core::Wc> wc0, wc1;
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    pair.poll(1, &wc1);
+    return wc0.size() == 2 && wc1.size() == 1;
+  }));
+  EXPECT_EQ(wc1[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(wc1[0].wc_flags & core::kWcWithInv);
+  EXPECT_EQ(wc1[0].imm_data, tr);
+  EXPECT_EQ(wc0[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(wc0[1].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(std::count(target.begin(), target.end(), 0), 64);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 //       bit 3: feed the record raw, as a whole frame, instead of building it
 //       bit 4: advance the clock by a retransmit timeout after the record
 //       bit 5: post a send WR on the RC QP before the record (requester state)
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -48,7 +49,7 @@ struct Harness {
     return c;
   }
 
-  Harness() : engine(config(), mrs, copier) {
+  Harness() : mrs(16, 4), engine(config(), mrs, copier) {
     pd = mrs.alloc_pd();
     (void)engine.create_cq(64, &cq);
     (void)mrs.reg_mr(pd, buf, reinterpret_cast<uint64_t>(buf), kBufBytes,

@@ -39,6 +39,7 @@ EnginePair::EnginePair(const PairOptions& opt) : opt_(opt) {
     cfg.port.mac = mac(static_cast<uint8_t>(i + 1));
     cfg.port.gids = {ipv4_gid(static_cast<uint8_t>(i + 1))};
     cfg.port.l2_mtu = opt.l2_mtu;
+    cfg.verify_icrc = opt.verify_icrc;
     h.engine = std::make_unique<core::Engine>(cfg, h.mrs, h.copier);
     h.worker = std::make_unique<core::Worker<datapath::LoopbackPort>>(*h.engine, wire_->port(i));
     h.pd = h.mrs.alloc_pd();

@@ -103,9 +103,9 @@ TEST_F(CompleterTest, StaleAndBogusAcksIgnored) {
   capture(a.eng, 0);
   deliver(a.eng, ack(kPsn), 0);
   EXPECT_EQ(a.poll().size(), 1u);
-  deliver(a.eng, ack(kPsn), 0);        // past: duplicate ACK
-  deliver(a.eng, ack(kPsn - 10), 0);   // older
-  deliver(a.eng, ack(kPsn + 5), 0);    // future: never sent
+  deliver(a.eng, ack(kPsn), 0);       // past: duplicate ACK
+  deliver(a.eng, ack(kPsn - 10), 0);  // older
+  deliver(a.eng, ack(kPsn + 5), 0);   // future: never sent
   EXPECT_TRUE(a.poll().empty());
   const auto& c = a.eng.counters();
   EXPECT_EQ(c.rx_drop[static_cast<size_t>(Drop::kStaleResponse)], 2u);
@@ -233,7 +233,8 @@ TEST_F(CompleterTest, TransportTimeoutRetransmitsThenGivesUp) {
     now += t;
     a.eng.tick(now);
     ASSERT_EQ(psns(capture(a.eng, now)),
-              (std::vector<uint32_t>{kPsn, kPsn + 1, kPsn + 2, kPsn + 3})) << i;
+              (std::vector<uint32_t>{kPsn, kPsn + 1, kPsn + 2, kPsn + 3}))
+        << i;
   }
   EXPECT_TRUE(a.poll().empty());
   now += t;
@@ -310,10 +311,14 @@ TEST_F(CompleterTest, ReadResponsesPlacedAndGapReRequested) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadRequest);
   const Bytes remote = pattern(3000, 0x99);
-  auto part = [&](uint32_t off, uint32_t n) { return Bytes(remote.begin() + off, remote.begin() + off + n); };
+  auto part = [&](uint32_t off, uint32_t n) {
+    return Bytes(remote.begin() + off, remote.begin() + off + n);
+  };
   // In order: FIRST. Future: LAST while MIDDLE is missing -> one re-request.
-  deliver(a.eng, Frames{read_resp(kRcRdmaReadResponseFirst, kPsn, part(0, 1024)),
-                        read_resp(kRcRdmaReadResponseLast, kPsn + 2, part(2048, 952))}, 0);
+  deliver(a.eng,
+          Frames{read_resp(kRcRdmaReadResponseFirst, kPsn, part(0, 1024)),
+                 read_resp(kRcRdmaReadResponseLast, kPsn + 2, part(2048, 952))},
+          0);
   f = capture(a.eng, 0);
   ASSERT_EQ(f.size(), 1u);
   wire::PacketView rr = parse(f[0]);
@@ -323,9 +328,11 @@ TEST_F(CompleterTest, ReadResponsesPlacedAndGapReRequested) {
   EXPECT_EQ(rr.reth()->dma_len(), 3000u - 1024);
   EXPECT_EQ(a.eng.counters().read_out_of_sequence, 1u);
   // Past: FIRST again is ignored; the rest arrives as the responder replays it.
-  deliver(a.eng, Frames{read_resp(kRcRdmaReadResponseFirst, kPsn, part(0, 1024)),
-                        read_resp(kRcRdmaReadResponseFirst, kPsn + 1, part(1024, 1024)),
-                        read_resp(kRcRdmaReadResponseLast, kPsn + 2, part(2048, 952))}, 0);
+  deliver(a.eng,
+          Frames{read_resp(kRcRdmaReadResponseFirst, kPsn, part(0, 1024)),
+                 read_resp(kRcRdmaReadResponseFirst, kPsn + 1, part(1024, 1024)),
+                 read_resp(kRcRdmaReadResponseLast, kPsn + 2, part(2048, 952))},
+          0);
   auto wc = a.poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaRead);
@@ -367,7 +374,8 @@ TEST_F(CompleterTest, LaterAckMeansLostReadResponses) {
   Frames f = capture(a.eng, 0);
   ASSERT_EQ(psns(f), (std::vector<uint32_t>{kPsn + 1, kPsn + 2}));
   EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadRequest);
-  deliver(a.eng, Frames{read_resp(kRcRdmaReadResponseOnly, kPsn + 1, pattern(8, 4)), ack(kPsn + 2)}, 0);
+  deliver(a.eng, Frames{read_resp(kRcRdmaReadResponseOnly, kPsn + 1, pattern(8, 4)), ack(kPsn + 2)},
+          0);
   EXPECT_EQ(ids(a.poll()), (std::vector<uint64_t>{2, 3}));
 }
 
@@ -382,10 +390,13 @@ TEST_F(CompleterTest, AtomicAckWritesTheOriginalValue) {
   EXPECT_EQ(pv.opcode, kRcFetchAdd);
   EXPECT_EQ(pv.atomic_eth()->swap_add(), 3u);
   EXPECT_EQ(pv.atomic_eth()->va(), 0x900008u);
-  deliver(a.eng, craft(2, 1, kRcAtomicAcknowledge, qa, kPsn, {}, [](wire::FrameWriter& fw) {
-            fw.aeth().set_syndrome(0x1f);
-            fw.atomic_ack().set_orig(0x1122334455667788ull);
-          }), 0);
+  deliver(a.eng,
+          craft(2, 1, kRcAtomicAcknowledge, qa, kPsn, {},
+                [](wire::FrameWriter& fw) {
+                  fw.aeth().set_syndrome(0x1f);
+                  fw.atomic_ack().set_orig(0x1122334455667788ull);
+                }),
+          0);
   auto wc = a.poll();
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].opcode, WcOpcode::kFetchAdd);
@@ -445,7 +456,7 @@ TEST_F(CompleterTest, LocalProtectionErrorCompletesInOrder) {
   ASSERT_TRUE(a.eng.post_send(qa, bad).ok());
   send(3, 8);
   EXPECT_EQ(capture(a.eng, 0).size(), 1u);  // the bad WQE stops the queue
-  EXPECT_TRUE(a.poll().empty());          // ... but completes only after the one before it
+  EXPECT_TRUE(a.poll().empty());            // ... but completes only after the one before it
   EXPECT_EQ(a.state(qa), QpState::kRts);
   deliver(a.eng, ack(kPsn), 0);
   auto wc = a.poll();
@@ -482,7 +493,7 @@ TEST(CompleterWindow, UnacknowledgedPacketsBounded) {
   Frames f = capture(a.eng, 0);
   ASSERT_EQ(f.size(), 8u);
   EXPECT_FALSE(parse(f[6]).bth().ack_req());
-  EXPECT_TRUE(parse(f[7]).bth().ack_req());  // fills the window: asks for an ACK
+  EXPECT_TRUE(parse(f[7]).bth().ack_req());          // fills the window: asks for an ACK
   deliver(a.eng, ack_frame(2, 1, qa, kPsn + 2), 0);  // 3 acknowledged: 3 more may go
   f = capture(a.eng, 0);
   ASSERT_EQ(f.size(), 3u);

@@ -22,9 +22,9 @@ TEST(MrTable, LocalLookupChecksKeyPdBoundsAccess) {
   EXPECT_EQ(err, WcStatus::kSuccess);
   EXPECT_EQ(t.local(pd, lkey, 0x10001, 4096, 0, &err), nullptr);  // one byte past the end
   EXPECT_EQ(err, WcStatus::kLocProtErr);
-  EXPECT_EQ(t.local(pd, lkey, 0xFFFF, 16, 0, &err), nullptr);  // before the start
-  EXPECT_EQ(t.local(pd, lkey, UINT64_MAX - 2, 16, 0, &err), nullptr);  // wraps
-  EXPECT_EQ(t.local(other_pd, lkey, 0x10000, 16, 0, &err), nullptr);  // other PD
+  EXPECT_EQ(t.local(pd, lkey, 0xFFFF, 16, 0, &err), nullptr);           // before the start
+  EXPECT_EQ(t.local(pd, lkey, UINT64_MAX - 2, 16, 0, &err), nullptr);   // wraps
+  EXPECT_EQ(t.local(other_pd, lkey, 0x10000, 16, 0, &err), nullptr);    // other PD
   EXPECT_EQ(t.local(pd, lkey ^ 0x100, 0x10000, 16, 0, &err), nullptr);  // other index
   EXPECT_EQ(t.local(pd, lkey + 1, 0x10000, 16, 0, &err), nullptr);      // other generation
   uint32_t ro = 0;
@@ -38,8 +38,8 @@ TEST(MrTable, RemoteLookupNeedsRemoteAccess) {
   const uint32_t pd = t.alloc_pd();
   Bytes buf(256);
   uint32_t k = 0, rk = 0;
-  ASSERT_TRUE(t.reg_mr(pd, buf.data(), 0x1000, 256, kAccessLocalWrite | kAccessRemoteRead, &k, &rk)
-                  .ok());
+  ASSERT_TRUE(
+      t.reg_mr(pd, buf.data(), 0x1000, 256, kAccessLocalWrite | kAccessRemoteRead, &k, &rk).ok());
   EXPECT_NE(t.remote(pd, rk, 0x1000, 256, kAccessRemoteRead), nullptr);
   EXPECT_EQ(t.remote(pd, rk, 0x1000, 256, kAccessRemoteWrite), nullptr);
   EXPECT_EQ(t.remote(pd, rk, 0x1000, 256, kAccessRemoteAtomic), nullptr);

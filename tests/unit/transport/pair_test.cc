@@ -146,8 +146,8 @@ TEST_F(PairTest, PsnWrapBothSides) {
   EXPECT_EQ(qpa.resp.epsn.value(), (0xFFFFF8u + 50) & 0xFFFFFF);
 }
 
-// Random sizes in both directions with about 1 frame in 7 dropped (fixed pseudo-random pattern): recovery by
-// sequence NAKs, READ re-requests and the transport timer. Every byte checked.
+// Random sizes in both directions with about 1 frame in 7 dropped (fixed pseudo-random pattern):
+// recovery by sequence NAKs, READ re-requests and the transport timer. Every byte checked.
 TEST_F(PairTest, LossyMixedTrafficRecovers) {
   RcOpts o;
   o.mtu = Mtu::k512;
@@ -304,16 +304,17 @@ TEST_P(PairFaultTest, AllOperationsSurviveLossDuplicationReordering) {
     Node* peer;
     uint32_t qpn;
     uint32_t peer_qpn;
-    Bytes local, remote;          // local: sources and READ targets; remote: peer memory
+    Bytes local, remote;  // local: sources and READ targets; remote: peer memory
     uint32_t klocal = 0, kremote = 0;
-    Bytes recv;                   // receive buffers on the peer
+    Bytes recv;  // receive buffers on the peer
     uint32_t krecv = 0;
-    Bytes counter;                // 8 bytes on the peer for FETCH_ADD
+    Bytes counter;  // 8 bytes on the peer for FETCH_ADD
     uint32_t kcounter = 0;
-    Bytes results;                // atomic results, local
+    Bytes results;  // atomic results, local
     uint32_t kresults = 0;
     uint64_t adds = 0;
-    std::vector<std::tuple<WrOpcode, uint32_t, uint32_t, uint32_t>> ops;  // op, local off, remote off, len
+    std::vector<std::tuple<WrOpcode, uint32_t, uint32_t, uint32_t>>
+        ops;  // op, local off, remote off, len
   };
   Side sides[2];
   sides[0].n = &a;
@@ -349,7 +350,8 @@ TEST_P(PairFaultTest, AllOperationsSurviveLossDuplicationReordering) {
         case 0:
           w.opcode = WrOpcode::kSendWithImm;
           w.imm_data = i;
-          ASSERT_TRUE(s.peer->eng.post_recv(s.peer_qpn, make_recv(i, s.recv, s.krecv, kSlot, off)).ok());
+          ASSERT_TRUE(
+              s.peer->eng.post_recv(s.peer_qpn, make_recv(i, s.recv, s.krecv, kSlot, off)).ok());
           break;
         case 1:
           w.opcode = WrOpcode::kRdmaWrite;
@@ -384,9 +386,9 @@ TEST_P(PairFaultTest, AllOperationsSurviveLossDuplicationReordering) {
     for (int d = 0; d < 2; ++d) {
       for (Bytes& f : out[d]) {
         const uint32_t r = rnd(100);
-        if (r < kLossPct) continue;                      // lost
-        if (r < 15) in[1 - d].push_back(f);              // duplicated
-        if (r < 20 && in[1 - d].size() > 0) {            // swapped with the previous one
+        if (r < kLossPct) continue;            // lost
+        if (r < 15) in[1 - d].push_back(f);    // duplicated
+        if (r < 20 && in[1 - d].size() > 0) {  // swapped with the previous one
           in[1 - d].push_back(f);
           std::swap(in[1 - d][in[1 - d].size() - 1], in[1 - d][in[1 - d].size() - 2]);
           continue;
@@ -408,8 +410,8 @@ TEST_P(PairFaultTest, AllOperationsSurviveLossDuplicationReordering) {
     for (Node* n : {&a, &b}) {
       for (const Wc& w : n->poll()) {
         if (w.status != WcStatus::kSuccess && w.status != WcStatus::kWrFlushErr) {
-          ADD_FAILURE() << "node " << int(n->id) << " wr " << w.wr_id << " status "
-                        << int(w.status) << " opcode " << int(w.opcode);
+          ADD_FAILURE() << "node " << int(n->id) << " wr " << w.wr_id << " status " << int(w.status)
+                        << " opcode " << int(w.opcode);
         }
       }
     }
@@ -439,16 +441,19 @@ TEST_P(PairFaultTest, AllOperationsSurviveLossDuplicationReordering) {
       switch (op) {
         case WrOpcode::kSendWithImm:
           EXPECT_TRUE(std::equal(local_before.begin() + loff, local_before.begin() + loff + len,
-                                 s.recv.begin() + roff)) << d << " " << i;
+                                 s.recv.begin() + roff))
+              << d << " " << i;
           break;
         case WrOpcode::kRdmaWrite:
         case WrOpcode::kRdmaWriteWithImm:
           EXPECT_TRUE(std::equal(local_before.begin() + loff, local_before.begin() + loff + len,
-                                 s.remote.begin() + roff)) << d << " " << i;
+                                 s.remote.begin() + roff))
+              << d << " " << i;
           break;
         case WrOpcode::kRdmaRead:
           EXPECT_TRUE(std::equal(remote_before.begin() + roff, remote_before.begin() + roff + len,
-                                 s.local.begin() + loff)) << d << " " << i;
+                                 s.local.begin() + loff))
+              << d << " " << i;
           break;
         default:
           break;

@@ -9,8 +9,8 @@ namespace burst::core::test {
 namespace {
 
 constexpr uint32_t kInitMask = kQpState | kQpPkeyIndex | kQpPort | kQpAccessFlags;
-constexpr uint32_t kRtrMask = kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn |
-                              kQpMaxDestRdAtomic | kQpMinRnrTimer;
+constexpr uint32_t kRtrMask =
+    kQpState | kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn | kQpMaxDestRdAtomic | kQpMinRnrTimer;
 constexpr uint32_t kRtsMask =
     kQpState | kQpSqPsn | kQpQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpMaxQpRdAtomic;
 
@@ -60,7 +60,8 @@ TEST_F(QpStateTest, MissingRequiredAttributeRejected) {
   EXPECT_EQ(to(QpState::kInit, kInitMask & ~kQpAccessFlags).errc(), Errc::kInvalid);
   EXPECT_EQ(n.state(qpn), QpState::kReset);
   ASSERT_TRUE(to(QpState::kInit, kInitMask).ok());
-  for (uint32_t bit : {kQpAv, kQpPathMtu, kQpDestQpn, kQpRqPsn, kQpMaxDestRdAtomic, kQpMinRnrTimer}) {
+  for (uint32_t bit :
+       {kQpAv, kQpPathMtu, kQpDestQpn, kQpRqPsn, kQpMaxDestRdAtomic, kQpMinRnrTimer}) {
     EXPECT_EQ(to(QpState::kRtr, kRtrMask & ~bit).errc(), Errc::kInvalid) << bit;
     EXPECT_EQ(n.state(qpn), QpState::kInit);
   }
@@ -77,7 +78,7 @@ TEST_F(QpStateTest, AttributeOutsideTheTransitionRejected) {
   EXPECT_EQ(to(QpState::kRtr, kRtrMask | kQpSqPsn).errc(), Errc::kInvalid);
   ASSERT_TRUE(to(QpState::kRtr, kRtrMask | kQpAccessFlags).ok());  // optional
   EXPECT_EQ(to(QpState::kRts, kRtsMask | kQpDestQpn).errc(), Errc::kInvalid);
-  ASSERT_TRUE(to(QpState::kRts, kRtsMask | kQpMinRnrTimer).ok());  // optional
+  ASSERT_TRUE(to(QpState::kRts, kRtsMask | kQpMinRnrTimer).ok());            // optional
   EXPECT_EQ(to(QpState::kRts, kQpState | kQpSqPsn).errc(), Errc::kInvalid);  // RTS->RTS
   EXPECT_TRUE(to(QpState::kRts, kQpState | kQpMinRnrTimer).ok());
   EXPECT_EQ(n.eng.modify_qp(qpn, rc_attr(QpState::kRts), kQpCap).errc(), Errc::kInvalid);
@@ -103,9 +104,10 @@ TEST_F(QpStateTest, IllegalTransitionsRejected) {
 }
 
 TEST_F(QpStateTest, AnyStateToResetAndError) {
-  const std::vector<std::pair<QpState, uint32_t>> path = {
-      {QpState::kInit, kInitMask}, {QpState::kRtr, kRtrMask}, {QpState::kRts, kRtsMask},
-      {QpState::kSqd, kQpState}};
+  const std::vector<std::pair<QpState, uint32_t>> path = {{QpState::kInit, kInitMask},
+                                                          {QpState::kRtr, kRtrMask},
+                                                          {QpState::kRts, kRtsMask},
+                                                          {QpState::kSqd, kQpState}};
   for (size_t depth = 0; depth <= path.size(); ++depth) {
     for (QpState target : {QpState::kErr, QpState::kReset}) {
       ASSERT_TRUE(to(QpState::kReset, kQpState).ok());
@@ -324,9 +326,9 @@ TEST(QpObjects, UdTransitions) {
   QpAttr a;
   a.qp_state = QpState::kInit;
   EXPECT_EQ(n.eng.modify_qp(qpn, a, kQpState | kQpPkeyIndex | kQpPort).errc(), Errc::kInvalid);
-  EXPECT_EQ(n.eng.modify_qp(qpn, a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey | kQpAccessFlags)
-                .errc(),
-            Errc::kInvalid);
+  EXPECT_EQ(
+      n.eng.modify_qp(qpn, a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey | kQpAccessFlags).errc(),
+      Errc::kInvalid);
   ASSERT_TRUE(n.eng.modify_qp(qpn, a, kQpState | kQpPkeyIndex | kQpPort | kQpQkey).ok());
   a.qp_state = QpState::kRtr;
   EXPECT_EQ(n.eng.modify_qp(qpn, a, kQpState | kQpAv).errc(), Errc::kInvalid);

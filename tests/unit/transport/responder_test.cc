@@ -125,6 +125,17 @@ TEST_F(ResponderTest, MultiPacketSendWithoutAckReqAckedAtLast) {
   EXPECT_TRUE(std::equal(d.begin(), d.end(), mem.begin()));
 }
 
+// rx_burst may not touch a frame after it returns: every copy out of it is done
+// by then, even for a WRITE, which posts no completion.
+TEST_F(ResponderTest, PayloadPlacedBeforeRxBurstReturns) {
+  const Bytes d = pattern(600, 9);
+  Bytes frame = write_req(kRcRdmaWriteOnly, kEpsn, Node::addr(mem) + 1000, key, 600, d);
+  deliver(b.eng, frame, 0);
+  std::fill(frame.begin(), frame.end(), 0);  // the datapath reuses the buffer
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), mem.begin() + 1000));
+  EXPECT_TRUE(b.copier.idle());
+}
+
 TEST_F(ResponderTest, DuplicateSendIsReAckedNotRedelivered) {
   post_rwqe(1, 64);
   post_rwqe(2, 64, 64);
@@ -154,7 +165,10 @@ TEST_F(ResponderTest, FuturePsnGetsExactlyOneSequenceNak) {
   EXPECT_EQ(drops(Drop::kOutOfSequence), 2u);
   EXPECT_TRUE(b.poll().empty());
   // In order again, then a new gap gets a new NAK.
-  deliver(b.eng, Frames{req(kRcSendOnly, kEpsn, pattern(8, 1)), req(kRcSendOnly, kEpsn + 1, pattern(8, 1))}, 0);
+  deliver(
+      b.eng,
+      Frames{req(kRcSendOnly, kEpsn, pattern(8, 1)), req(kRcSendOnly, kEpsn + 1, pattern(8, 1))},
+      0);
   expect_one_ack(0x1f, kEpsn + 1);
   deliver(b.eng, req(kRcSendOnly, kEpsn + 4, pattern(8, 1)), 0);
   expect_one_ack(0x60, kEpsn + 2);
@@ -244,8 +258,10 @@ TEST_F(ResponderTest, DuplicateAtomicIsReplayedNotReExecuted) {
 TEST_F(ResponderTest, ResponsesLeaveInPsnOrder) {
   post_rwqe(1, 64);
   // READ then SEND in one burst: the ACK of the SEND follows the READ responses.
-  deliver(b.eng, Frames{read_req(kEpsn, Node::addr(mem), 2048, key),
-                        req(kRcSendOnly, kEpsn + 2, pattern(8, 1))}, 0);
+  deliver(b.eng,
+          Frames{read_req(kEpsn, Node::addr(mem), 2048, key),
+                 req(kRcSendOnly, kEpsn + 2, pattern(8, 1))},
+          0);
   Frames f = capture(b.eng, 0);
   ASSERT_EQ(f.size(), 3u);
   EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadResponseFirst);
@@ -282,7 +298,8 @@ TEST_F(ResponderTest, NakInvalidRequestOnWrongKindMidMessage) {
 }
 
 TEST_F(ResponderTest, NakInvalidRequestOnBadPacketLength) {
-  deliver(b.eng, write_req(kRcRdmaWriteFirst, kEpsn, Node::addr(mem), key, 3000, pattern(1000, 1)), 0);
+  deliver(b.eng, write_req(kRcRdmaWriteFirst, kEpsn, Node::addr(mem), key, 3000, pattern(1000, 1)),
+          0);
   expect_one_ack(0x61, kEpsn);  // FIRST must carry a full path MTU
 }
 
@@ -344,7 +361,10 @@ TEST_F(ResponderTest, RnrNakCarriesMinRnrTimer) {
   EXPECT_EQ(qp().resp.epsn.value(), kEpsn);
   post_rwqe(1, 64);
   post_rwqe(2, 64, 64);
-  deliver(b.eng, Frames{req(kRcSendOnly, kEpsn, pattern(8, 1)), req(kRcSendOnly, kEpsn + 1, pattern(8, 2))}, 0);
+  deliver(
+      b.eng,
+      Frames{req(kRcSendOnly, kEpsn, pattern(8, 1)), req(kRcSendOnly, kEpsn + 1, pattern(8, 2))},
+      0);
   expect_one_ack(0x1f, kEpsn + 1);
   EXPECT_EQ(b.poll().size(), 2u);
   EXPECT_EQ(b.state(qb), QpState::kRts);
@@ -352,7 +372,8 @@ TEST_F(ResponderTest, RnrNakCarriesMinRnrTimer) {
 
 TEST_F(ResponderTest, WriteWithImmediateNeedsReceiveWqe) {
   const Bytes d = pattern(8, 3);
-  deliver(b.eng, write_req(kRcRdmaWriteOnlyWithImmediate, kEpsn, Node::addr(mem) + 512, key, 8, d), 0);
+  deliver(b.eng, write_req(kRcRdmaWriteOnlyWithImmediate, kEpsn, Node::addr(mem) + 512, key, 8, d),
+          0);
   expect_one_ack(0x20 | 14, kEpsn);
   EXPECT_NE(mem[512], d[0]);  // nothing written before the receive WQE exists
   post_rwqe(9, 0);
@@ -388,8 +409,9 @@ TEST_F(ResponderTest, SendWithInvalidate) {
   Bytes target(64);
   const uint32_t tk = b.reg(target);
   post_rwqe(3, 64);
-  deliver(b.eng, req(kRcSendOnlyWithInvalidate, kEpsn, pattern(8, 1),
-                     [&](wire::FrameWriter& fw) { fw.ieth().set_rkey(tk); }),
+  deliver(b.eng,
+          req(kRcSendOnlyWithInvalidate, kEpsn, pattern(8, 1),
+              [&](wire::FrameWriter& fw) { fw.ieth().set_rkey(tk); }),
           0);
   expect_one_ack(0x1f, kEpsn);
   auto wc = b.poll();
@@ -398,15 +420,17 @@ TEST_F(ResponderTest, SendWithInvalidate) {
   EXPECT_EQ(wc[0].imm_data, tk);
   EXPECT_EQ(b.mrs.remote(b.pd, tk, Node::addr(target), 8, kAccessRemoteWrite), nullptr);
   // Now a WRITE through the invalidated key is a remote access error.
-  deliver(b.eng, write_req(kRcRdmaWriteOnly, kEpsn + 1, Node::addr(target), tk, 8, pattern(8, 1)), 0);
+  deliver(b.eng, write_req(kRcRdmaWriteOnly, kEpsn + 1, Node::addr(target), tk, 8, pattern(8, 1)),
+          0);
   expect_one_ack(0x62, kEpsn + 1);
 }
 
 TEST_F(ResponderTest, ZeroLengthMessages) {
   post_rwqe(1, 64);
-  deliver(b.eng, Frames{req(kRcSendOnly, kEpsn, {}),
-                        // a zero-length WRITE does not check its rkey (IBA 9.7.4.1.4)
-                        write_req(kRcRdmaWriteOnly, kEpsn + 1, 0, 0xdeadbeef, 0, {})},
+  deliver(b.eng,
+          Frames{req(kRcSendOnly, kEpsn, {}),
+                 // a zero-length WRITE does not check its rkey (IBA 9.7.4.1.4)
+                 write_req(kRcRdmaWriteOnly, kEpsn + 1, 0, 0xdeadbeef, 0, {})},
           0);
   expect_one_ack(0x1f, kEpsn + 1);
   auto wc = b.poll();
@@ -426,9 +450,10 @@ TEST_F(ResponderTest, MalformedAndMisaddressedInputIsDroppedAndCounted) {
   EXPECT_EQ(drops(Drop::kUnknownQp), 1u);
   deliver(b.eng, craft(3, 2, kRcSendOnly, qb, kEpsn, pattern(8, 1)), 0);  // not the peer
   EXPECT_EQ(drops(Drop::kBadSource), 1u);
-  deliver(b.eng, req(kRcSendOnly, kEpsn, pattern(8, 1), [](wire::FrameWriter& fw) {
-            fw.bth().set_pkey(0x1234);
-          }), 0);
+  deliver(b.eng,
+          req(kRcSendOnly, kEpsn, pattern(8, 1),
+              [](wire::FrameWriter& fw) { fw.bth().set_pkey(0x1234); }),
+          0);
   EXPECT_EQ(drops(Drop::kBadPkey), 1u);
   deliver(b.eng, req(kUdSendOnly, kEpsn, pattern(8, 1)), 0);
   EXPECT_EQ(drops(Drop::kOpcodeForQpType), 1u);
@@ -476,14 +501,32 @@ class ResponderOneReadTest : public ResponderTest {
 };
 
 TEST_F(ResponderOneReadTest, MoreReadsThanMaxDestRdAtomicRejected) {
-  deliver(b.eng, Frames{read_req(kEpsn, Node::addr(mem), 2048, key),
-                        read_req(kEpsn + 2, Node::addr(mem), 8, key)}, 0);
+  deliver(b.eng,
+          Frames{read_req(kEpsn, Node::addr(mem), 2048, key),
+                 read_req(kEpsn + 2, Node::addr(mem), 8, key)},
+          0);
   Frames f = capture(b.eng, 0);
   ASSERT_EQ(f.size(), 3u);  // the first READ is still answered, then the NAK
   EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadResponseFirst);
   EXPECT_EQ(opcode_of(f[1]), kRcRdmaReadResponseLast);
   EXPECT_EQ(syndrome_of(f[2]), 0x61);
   EXPECT_EQ(psn_of(f[2]), kEpsn + 2);
+}
+
+// Past then in-order: a duplicate READ queues a replay; the next READ reuses the
+// only resource. The requester could not have sent it without completing the
+// first one, so the replay gives way instead of being taken for a violation.
+TEST_F(ResponderOneReadTest, NewReadDisplacesAQueuedReplay) {
+  const Bytes first = read_req(kEpsn, Node::addr(mem), 8, key);
+  deliver(b.eng, first, 0);
+  ASSERT_EQ(capture(b.eng, 0).size(), 1u);
+  deliver(b.eng, Frames{first, read_req(kEpsn + 1, Node::addr(mem) + 64, 8, key)}, 0);
+  Frames f = capture(b.eng, 0);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadResponseOnly);
+  EXPECT_EQ(psn_of(f[0]), kEpsn + 1);
+  EXPECT_EQ(0, std::memcmp(parse(f[0]).payload(), mem.data() + 64, 8));
+  EXPECT_EQ(b.state(qb), QpState::kRts);
 }
 
 TEST_F(ResponderOneReadTest, WriteWithoutQpRemoteWriteAccess) {

@@ -233,8 +233,8 @@ inline wire::PathHeaders path_between(uint8_t from_id, uint8_t to_id) {
 }
 
 inline Bytes craft(uint8_t from_id, uint8_t to_id, uint8_t opcode, uint32_t dest_qpn, uint32_t psn,
-                   const Bytes& payload = {}, const std::function<void(wire::FrameWriter&)>& ext = {},
-                   bool ack_req = false) {
+                   const Bytes& payload = {},
+                   const std::function<void(wire::FrameWriter&)>& ext = {}, bool ack_req = false) {
   Bytes buf(9216);
   wire::FrameWriter fw(buf.data(), static_cast<uint32_t>(buf.size()), path_between(from_id, to_id),
                        opcode, static_cast<uint32_t>(payload.size()));
@@ -250,10 +250,11 @@ inline Bytes craft(uint8_t from_id, uint8_t to_id, uint8_t opcode, uint32_t dest
 
 inline Bytes ack_frame(uint8_t from_id, uint8_t to_id, uint32_t dest_qpn, uint32_t psn,
                        uint8_t syndrome = 0x1f, uint32_t msn = 0) {
-  return craft(from_id, to_id, wire::op::kRcAcknowledge, dest_qpn, psn, {}, [&](wire::FrameWriter& fw) {
-    fw.aeth().set_syndrome(syndrome);
-    fw.aeth().set_msn(msn);
-  });
+  return craft(from_id, to_id, wire::op::kRcAcknowledge, dest_qpn, psn, {},
+               [&](wire::FrameWriter& fw) {
+                 fw.aeth().set_syndrome(syndrome);
+                 fw.aeth().set_msn(msn);
+               });
 }
 
 inline Bytes pattern(size_t n, uint8_t seed) {

@@ -66,8 +66,8 @@ TEST_F(UdTest, SendReceiveWithGrhArea) {
   EXPECT_EQ(wb[0].imm_data, 0x5a5a0001u);
   // IPv4 peer: 20 zero bytes, then the received IPv4 header.
   EXPECT_EQ(Bytes(dst.begin(), dst.begin() + 20), Bytes(20, 0));
-  EXPECT_EQ(dst[20], 0x45);  // version 4, IHL 5
-  EXPECT_EQ(dst[20 + 9], 17);  // UDP
+  EXPECT_EQ(dst[20], 0x45);                                                   // version 4, IHL 5
+  EXPECT_EQ(dst[20 + 9], 17);                                                 // UDP
   EXPECT_EQ(0, std::memcmp(dst.data() + 20 + 12, v4_gid(1).data() + 12, 4));  // source address
   EXPECT_EQ(0, std::memcmp(dst.data() + 20 + 16, v4_gid(2).data() + 12, 4));  // destination
   EXPECT_EQ(0, std::memcmp(dst.data() + 20, f[0].data() + 14, 20));
