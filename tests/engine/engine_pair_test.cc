@@ -189,7 +189,9 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
     EXPECT_EQ(wc0[m].status, WcStatus::kSuccess);
     EXPECT_EQ(wc0[m].opcode, req_op);
     EXPECT_EQ(wc0[m].qp_num, pair.qpn(qp, 0));
-    if (c.op == Op::kRead) EXPECT_EQ(wc0[m].byte_len, c.size);
+    if (c.op == Op::kRead) {
+      EXPECT_EQ(wc0[m].byte_len, c.size);
+    }
     if (two_sided) {
       EXPECT_EQ(wc1[m].wr_id, 5000u + m);
       EXPECT_EQ(wc1[m].status, WcStatus::kSuccess);
@@ -219,7 +221,9 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
   uint64_t caught = 0;
   for (int s = 0; s < 2; ++s)
     for (uint64_t d : pair.engine(s).counters().rx_parse_drop) caught += d;
-  if (corrupted >= 3) EXPECT_GT(caught, 0u) << corrupted << " frames corrupted, none caught";
+  if (corrupted >= 3) {
+    EXPECT_GT(caught, 0u) << corrupted << " frames corrupted, none caught";
+  }
 }
 
 std::vector<Case> rc_cases() {
@@ -374,7 +378,9 @@ TEST(MultiQp, EightQpsInterleaveWritesAndSends) {
   for (const auto& w : wc0) {
     EXPECT_EQ(w.status, WcStatus::kSuccess);
     auto it = last.find(w.qp_num);
-    if (it != last.end()) EXPECT_GT(w.wr_id, it->second);
+    if (it != last.end()) {
+      EXPECT_GT(w.wr_id, it->second);
+    }
     last[w.qp_num] = w.wr_id;
   }
   EXPECT_EQ(first_diff(src.data(), dst.data(), src.size()), -1);
@@ -524,7 +530,9 @@ TEST_P(SeedSweep, MixedOpsOnOneQp) {
   uint64_t prev = 0;
   for (size_t i = 0; i < wc0.size(); ++i) {
     EXPECT_EQ(wc0[i].status, WcStatus::kSuccess);
-    if (i > 0) EXPECT_GT(wc0[i].wr_id, prev) << "completions out of order";
+    if (i > 0) {
+      EXPECT_GT(wc0[i].wr_id, prev) << "completions out of order";
+    }
     prev = wc0[i].wr_id;
   }
   for (const auto& w : wc1) {
@@ -687,7 +695,7 @@ TEST(Signaling, UnsignaledThenSignaled) {
     core::SendWr wr;
     wr.wr_id = static_cast<uint64_t>(i);
     wr.opcode = WrOpcode::kRdmaWrite;
-    wr.send_flags = i == 9 ? core::kSendSignaled : 0;
+    wr.send_flags = i == 9 ? uint32_t{core::kSendSignaled} : 0u;
     wr.num_sge = 1;
     wr.sg_list[0] = {reinterpret_cast<uint64_t>(src.data() + i * 700), 700, sl};
     wr.rdma = {reinterpret_cast<uint64_t>(dst.data() + i * 700), dr};
