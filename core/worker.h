@@ -2,16 +2,45 @@
 // queue. Instantiated once per backend type; every call to the backend is a
 // direct call (no virtual dispatch per packet), as DESIGN.md §3 asks.
 //
+// Several workers can share one port (one backend queue each). A QP belongs to
+// exactly one worker: QPNs are striped over the workers (EngineConfig
+// qpn_stride / qpn_offset), so the owner of a packet is arithmetic on its
+// destination QPN. A packet that arrives on another worker's queue is copied
+// into that worker's inbound SPSC ring (Handoff) and processed there; QP1 and
+// anything below the first QPN belong to worker 0.
+//
 // Threading: a Worker, its Engine and its backend queue belong to one thread;
 // poll_once() must only be called from that thread.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "core/engine.h"
+#include "core/spsc_ring.h"
+#include "core/wire/peek.h"
 #include "datapath/datapath.h"
 
 namespace burst::core {
+
+// The handoff rings of one port: ring(from, to) carries frames that worker
+// `from` received for a QP of worker `to`. Created by the control plane before
+// the workers start; each ring has one producer and one consumer thread.
+class Handoff {
+ public:
+  Handoff(uint32_t workers, uint32_t slots, uint32_t slot_bytes) : workers_(workers) {
+    rings_.reserve(size_t{workers} * workers);
+    for (uint32_t i = 0; i < workers * workers; ++i)
+      rings_.push_back(std::make_unique<SpscFrameRing>(slots, slot_bytes));
+  }
+  uint32_t workers() const { return workers_; }
+  SpscFrameRing& ring(uint32_t from, uint32_t to) { return *rings_[size_t{from} * workers_ + to]; }
+
+ private:
+  uint32_t workers_;
+  std::vector<std::unique_ptr<SpscFrameRing>> rings_;
+};
 
 struct WorkerCounters {
   uint64_t loops = 0;
@@ -19,6 +48,10 @@ struct WorkerCounters {
   uint64_t tx_bursts = 0;
   uint64_t tx_no_buffers = 0;  // the backend had no free tx buffer when the engine had work
   uint64_t tx_backlogged = 0;  // built frames the backend did not take at once (kept, retried)
+  uint64_t handoff_out = 0;    // frames passed to the worker that owns their QP
+  uint64_t handoff_in = 0;     // frames received from other workers
+  uint64_t handoff_full = 0;   // frames dropped: the owner's inbound ring was full (the
+                               // transport recovers them like a loss on the wire)
 };
 
 template <datapath::Backend B>
@@ -27,6 +60,10 @@ class Worker {
   static constexpr uint32_t kBurst = B::kMaxBurst;
 
   Worker(Engine& engine, B& port) : engine_(engine), port_(port) {}
+  // Joins this worker to the other workers of its port; `index` must equal the
+  // engine's qpn_offset and the handoff's worker count its qpn_stride.
+  Worker(Engine& engine, B& port, Handoff* handoff, uint32_t index)
+      : engine_(engine), port_(port), handoff_(handoff), index_(index) {}
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
   ~Worker() {
@@ -43,12 +80,19 @@ class Worker {
     datapath::Frame rx[kBurst];
     const uint32_t n = port_.rx_burst(rx, kBurst);
     if (n > 0) {
-      engine_.rx_burst(rx, n, now_ns);
+      if (handoff_ == nullptr) {
+        engine_.rx_burst(rx, n, now_ns);
+      } else {
+        datapath::Frame mine[kBurst];
+        const uint32_t k = hand_over(rx, n, mine);
+        if (k > 0) engine_.rx_burst(mine, k, now_ns);
+      }
       port_.rx_release(rx, n);
       ++counters_.rx_bursts;
       worked = true;
     }
     port_.refill();
+    if (handoff_ != nullptr) worked |= take_handed(now_ns);
 
     engine_.tick(now_ns);
 
@@ -94,8 +138,56 @@ class Worker {
     return sent > 0;
   }
 
+  uint32_t owner_of(uint32_t qpn) const {
+    const uint32_t first = engine_.config().first_qpn;
+    if (qpn < first) return 0;
+    return (qpn - first) % handoff_->workers();
+  }
+
+  // Splits a received burst: frames for this worker's QPs go to `mine`, the
+  // rest are copied to their owner's ring. Returns the count in `mine`.
+  uint32_t hand_over(datapath::Frame* rx, uint32_t n, datapath::Frame* mine) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t qpn;
+      uint32_t owner = index_;
+      if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) owner = owner_of(qpn);
+      if (owner == index_) {
+        mine[k++] = rx[i];
+      } else if (handoff_->ring(index_, owner).push(rx[i].data, rx[i].len)) {
+        ++counters_.handoff_out;
+      } else {
+        ++counters_.handoff_full;
+      }
+    }
+    return k;
+  }
+
+  // Processes frames other workers passed to this one.
+  bool take_handed(uint64_t now_ns) {
+    bool any = false;
+    for (uint32_t from = 0; from < handoff_->workers(); ++from) {
+      if (from == index_) continue;
+      SpscFrameRing& r = handoff_->ring(from, index_);
+      const uint8_t* ptrs[kBurst];
+      uint32_t lens[kBurst];
+      const uint32_t got = r.peek(ptrs, lens, kBurst);
+      if (got == 0) continue;
+      datapath::Frame f[kBurst];
+      for (uint32_t i = 0; i < got; ++i)
+        f[i] = datapath::Frame{const_cast<uint8_t*>(ptrs[i]), lens[i], lens[i], 0};
+      engine_.rx_burst(f, got, now_ns);  // reads the frames during the call only
+      r.release(got);
+      counters_.handoff_in += got;
+      any = true;
+    }
+    return any;
+  }
+
   Engine& engine_;
   B& port_;
+  Handoff* handoff_ = nullptr;
+  uint32_t index_ = 0;
   datapath::Frame backlog_[kBurst];
   uint32_t backlog_head_ = 0;
   uint32_t backlog_n_ = 0;

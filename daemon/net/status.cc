@@ -1,0 +1,11 @@
+#include "daemon/net/status.h"
+
+#include <cstring>
+
+namespace burst::net {
+
+std::string errno_message(const std::string& what, int err) {
+  return what + ": " + std::strerror(err);
+}
+
+}  // namespace burst::net

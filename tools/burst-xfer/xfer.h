@@ -1,0 +1,147 @@
+// burst-xfer building blocks shared by the loopback and network modes: the
+// options, the data patterns, and the per-QP requester and responder that post
+// work requests and check completions on one Engine.
+//
+// Threading: a QpRequester / QpResponder is used by the thread that owns its
+// Engine (the worker of its QP).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "core/engine.h"
+
+namespace burst::tools {
+
+enum class Op : uint8_t { kWrite = 0, kWriteImm = 1, kRead = 2, kSend = 3 };
+const char* op_name(Op op);
+bool parse_op(const std::string& s, Op* op);
+
+struct Options {
+  std::string backend = "loopback";
+  std::string op = "write";
+  uint64_t size = 65536;
+  uint32_t qps = 1;
+  uint32_t depth = 16;  // outstanding messages per QP
+  uint64_t iters = 0;
+  double duration_s = 0;
+  uint32_t mtu = 4096;
+  bool verify = false;
+  double loss = 0;
+  // Network backends.
+  std::string netdev;
+  uint32_t workers = 1;
+  uint16_t port = 18515;
+  std::string server;  // client mode when set
+  std::string xdp_mode = "auto";
+};
+
+uint64_t now_ns();
+
+// Pattern of message `seq` of QP `qp`: cheap to generate and check, and
+// different for every message so that stale bytes are caught.
+void fill_pattern(uint8_t* p, uint64_t n, uint64_t qp, uint64_t seq);
+bool check_pattern(const uint8_t* p, uint64_t n, uint64_t qp, uint64_t seq,
+                   std::vector<uint8_t>* tmp);
+
+struct Params {
+  Op op = Op::kWrite;
+  uint32_t size = 0;
+  uint32_t depth = 16;
+  bool verify = false;
+};
+
+// The peer's buffer for one QP: `depth` slots of max(size, 1) bytes.
+struct RemoteRegion {
+  uint64_t va = 0;
+  uint32_t rkey = 0;
+};
+
+// Latency samples and totals of one thread.
+struct Results {
+  uint64_t completed = 0;
+  uint64_t verify_failures = 0;
+  std::vector<uint64_t> latency_ns;
+  std::string error;  // first error, empty when none
+};
+
+// Keeps `depth` messages in flight on one RC QP.
+//   write / write_imm: WRITE from the local slot to the remote slot; with
+//     verify, followed on the same QP by a READ of that remote slot into the
+//     check slot, compared with what was written (the READ sees the WRITE:
+//     the responder executes requests in order).
+//   read: READ of the remote slot (filled by the responder with pattern
+//     (qp, slot)) into the local slot; verify compares.
+//   send: SEND of the local slot; the responder verifies.
+class QpRequester {
+ public:
+  QpRequester(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
+              uint8_t* local, uint32_t lkey, uint8_t* check, uint32_t check_lkey,
+              RemoteRegion remote);
+  // Posts into free slots; `budget` limits the number of new messages.
+  // Returns the number posted; false in *ok on a post error.
+  uint32_t post(uint64_t now, uint64_t budget, Results* r);
+  // A completion of this QP (wr_id low 32 bits = slot).
+  void complete(const core::Wc& wc, uint64_t now, Results* r);
+  bool idle() const { return inflight_ == 0; }
+  uint32_t qpn() const { return qpn_; }
+
+ private:
+  struct Slot {
+    uint64_t seq = 0;
+    uint64_t posted_ns = 0;
+    bool busy = false;
+  };
+  core::Engine& engine_;
+  uint32_t qpn_, qp_index_;
+  Params p_;
+  uint8_t* local_;
+  uint32_t lkey_;
+  uint8_t* check_;
+  uint32_t check_lkey_;
+  RemoteRegion remote_;
+  uint64_t slot_bytes_;
+  std::vector<Slot> slots_;
+  std::deque<uint32_t> order_;  // busy slots in posting order: RC completes in order
+  uint64_t next_seq_ = 0;
+  uint32_t inflight_ = 0;
+  std::vector<uint8_t> tmp_;
+};
+
+// The passive side of one QP: for send and write_imm keeps 2 x `depth`
+// receives posted (`local` holds 2 x depth slots) (SEND payloads verified, immediate data checked to count up in order);
+// for read fills the slots with their patterns once.
+class QpResponder {
+ public:
+  QpResponder(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
+              uint8_t* local, uint32_t lkey);
+  core::Status start();
+  void complete(const core::Wc& wc, Results* r);
+  uint64_t received() const { return received_; }
+
+ private:
+  core::Status post_recv(uint32_t slot);
+  core::Engine& engine_;
+  uint32_t qpn_, qp_index_;
+  Params p_;
+  uint8_t* local_;
+  uint32_t lkey_;
+  uint64_t slot_bytes_;
+  uint64_t received_ = 0;
+  std::vector<uint8_t> tmp_;
+};
+
+// Drops of the given engines, total and by reason ("reason=count ...").
+struct DropReport {
+  uint64_t total = 0;
+  std::string by_reason;
+};
+DropReport drop_report(const std::vector<const core::EngineCounters*>& engines);
+
+// Summary line printed at the end of a run.
+std::string summary_line(const Options& o, Results* r, double secs, const DropReport& drops,
+                         const std::string& extra);
+
+}  // namespace burst::tools
