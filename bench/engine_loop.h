@@ -111,7 +111,7 @@ class WriteStream {
     core::Wc wc[64];
     int got;
     while ((got = pair_->engine(0).poll_cq(pair_->host(0).cq, wc, 64)) > 0) outstanding_ -= got;
-    while (outstanding_ < kDepth) {
+    while (outstanding_ < static_cast<int>(kDepth)) {
       core::SendWr wr;
       wr.wr_id = posted_++;
       wr.opcode = core::WrOpcode::kRdmaWrite;

@@ -23,8 +23,8 @@ for path in rx tx; do
       total=$(awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}' <<<"$ann")
       # Inclusive cost of the copy and CRC routines (largest entry of each, as
       # they may appear under several names / call paths).
-      mem=$(awk '/__mem(cpy|move)/ {gsub(",","",$1); if ($1+0>m) m=$1+0} END {print m+0}' <<<"$ann")
-      crc=$(awk '/wire::icrc_(compute|verify)/ {gsub(",","",$1); if ($1+0>m) m=$1+0} END {print m+0}' <<<"$ann")
+      mem=$(awk '/:__mem(cpy|move)/ {gsub(",","",$1); if ($1+0>m) m=$1+0} END {print m+0}' <<<"$ann")
+      crc=$(awk '/:burst::wire::icrc_(compute|verify)\(/ {gsub(",","",$1); if ($1+0>m) m=$1+0} END {print m+0}' <<<"$ann")
       awk -v p="$path" -v mtu="$mtu" -v i="$icrc" -v t="$total" -v m="$mem" -v c="$crc" -v n="$pkts" \
         'BEGIN {printf "%-6s %-5s %-4s %10.0f %10.0f %10.0f %10.0f\n", p, mtu, i, t/n, m/n, c/n, (t-m-c)/n}'
     done

@@ -60,6 +60,8 @@ Engine::Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier)
     : config_(config), mrs_(mrs), copier_(copier) {
   if (config_.max_qps == 0) config_.max_qps = 1;
   if (config_.first_qpn < 2) config_.first_qpn = 2;
+  if (config_.qpn_stride == 0) config_.qpn_stride = 1;
+  if (config_.qpn_offset >= config_.qpn_stride) config_.qpn_offset %= config_.qpn_stride;
   if (config_.window_pkts == 0 || config_.window_pkts >= wire::kPsnWindow / 2) {
     config_.window_pkts = 1024;
   }
@@ -130,7 +132,9 @@ const Qp* Engine::find_qp(uint32_t qpn) const {
     qp = &qps_[config_.max_qps];
   } else {
     if (qpn < config_.first_qpn) return nullptr;
-    qp = &qps_[(qpn - config_.first_qpn) % config_.max_qps];
+    const uint32_t rel = qpn - config_.first_qpn;
+    if (rel % config_.qpn_stride != config_.qpn_offset) return nullptr;
+    qp = &qps_[(rel / config_.qpn_stride) % config_.max_qps];
   }
   return (qp->in_use && qp->qpn == qpn) ? qp : nullptr;
 }
@@ -172,8 +176,11 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   if (init.gsi) {
     qp.qpn = 1;
   } else {
-    const uint32_t gens = (wire::kQpnMask - config_.first_qpn) / config_.max_qps;
-    qp.qpn = config_.first_qpn + slot + config_.max_qps * (qp_gen_[slot] % (gens ? gens : 1));
+    // QPN = first + offset + stride * (slot + max_qps * generation), below 2^24.
+    const uint32_t span = (wire::kQpnMask - config_.first_qpn) / config_.qpn_stride;
+    const uint32_t gens = span / config_.max_qps;
+    const uint32_t n = slot + config_.max_qps * (qp_gen_[slot] % (gens ? gens : 1));
+    qp.qpn = config_.first_qpn + config_.qpn_offset + config_.qpn_stride * n;
   }
   qp.type = init.type;
   qp.pd = init.pd;
@@ -433,11 +440,6 @@ void Engine::timer_unwatch(Qp& qp) {
   qps_[last].timer_pos = pos;
   timer_list_.pop_back();
   qp.in_timer_list = false;
-}
-
-void Engine::copy(void* dst, const void* src, uint32_t len) {
-  if (len == 0) return;
-  while (copier_.submit(dst, src, len) == 0) copier_.poll();
 }
 
 bool Engine::path_ok(const Address& ah) const {

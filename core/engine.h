@@ -43,6 +43,11 @@ struct EngineConfig {
   LocalPort port;
   uint32_t max_qps = 1024;
   uint32_t first_qpn = 0x11;  // QPN allocation start (QPs 0 and 1 are special)
+  // Several engines (workers) on one port share its QPN space: engine `qpn_offset`
+  // of `qpn_stride` hands out QPNs with (qpn - first_qpn) % qpn_stride == qpn_offset,
+  // so the owner of a packet is arithmetic on its destination QPN (core/worker.h).
+  uint32_t qpn_stride = 1;
+  uint32_t qpn_offset = 0;
   uint32_t max_cqs = 1024;
   uint32_t ack_coalesce_pkts = 16;  // requester sets AckReq at least every this many packets
   uint32_t window_pkts = 1024;      // most unacknowledged packets per QP (< 2^23)
@@ -128,7 +133,10 @@ class Engine {
   void tx_schedule(Qp& qp);
   void timer_watch(Qp& qp);
   void timer_unwatch(Qp& qp);
-  void copy(void* dst, const void* src, uint32_t len);
+  void copy(void* dst, const void* src, uint32_t len) {
+    if (len == 0) return;
+    while (copier_.submit(dst, src, len) == 0) copier_.poll();
+  }
   bool make_path(const Address& ah, uint32_t src_qpn, uint32_t dest_qpn,
                  wire::PathHeaders* path) const;
   bool path_ok(const Address& ah) const;
@@ -180,6 +188,8 @@ class Engine {
   Build build_ud_send(Qp& qp, datapath::Frame& buf);
 
   // rx_dispatch.cc.
+  bool rx_write_middle(const wire::PacketView& pv, Qp*& qp);
+  bool rx_write_middle_on(Qp& qp, const wire::PacketView& pv);
   void dispatch(const wire::PacketView& pv, uint64_t now_ns);
   uint32_t build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_t now_ns, bool* no_room);
   bool qp_tx_ready(const Qp& qp, uint64_t now_ns) const;

@@ -64,7 +64,7 @@ Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t 
   free_mrs_.pop_back();
   uint8_t gen = ++generation_[index];
   const uint32_t key = (index << 8) | gen;
-  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true};
+  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_};
   ++pds_[pd].refs;
   ++mr_count_;
   *lkey = key;
@@ -86,6 +86,7 @@ Status MrTable::dereg_mr(uint32_t lkey) {
   const uint32_t index = lkey >> 8;
   pd_unref(mrs_[index].pd);
   mrs_[index] = Mr{};
+  mrs_[index].stamp = ++next_stamp_;
   free_mrs_.push_back(index);
   --mr_count_;
   return Status::Ok();
@@ -96,6 +97,7 @@ Status MrTable::invalidate_rkey(uint32_t pd, uint32_t rkey) {
   if (found == nullptr || !found->valid) return Errc::kNotFound;
   if (found->pd != pd) return Errc::kPermission;
   mrs_[rkey >> 8].valid = false;
+  mrs_[rkey >> 8].stamp = ++next_stamp_;
   return Status::Ok();
 }
 
@@ -124,6 +126,16 @@ uint8_t* MrTable::remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
     return nullptr;
   }
   return mr->host + (va - mr->iova);
+}
+
+uint8_t* MrTable::remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
+                             uint32_t need_access, MrRef* ref) const {
+  uint8_t* host = remote(pd, rkey, va, len, need_access);
+  if (host == nullptr) return nullptr;
+  const Mr& mr = mrs_[rkey >> 8];
+  ref->stamp_at = &mr.stamp;
+  ref->stamp = mr.stamp;
+  return host;
 }
 
 }  // namespace burst::core

@@ -20,6 +20,17 @@
 
 namespace burst::core {
 
+// A remote range checked once by MrTable::remote_ref (key, PD, access, bounds),
+// kept by the responder for the RDMA WRITE in progress so that its later packets
+// need only bounds arithmetic. MrTable::still_valid() is one load and compare:
+// every registration, deregistration and invalidation of the entry gives it a
+// new stamp (from a table-wide 64-bit counter, so a stamp never comes back).
+struct MrRef {
+  static constexpr uint64_t kNever = 0;  // what a default MrRef points at
+  const uint64_t* stamp_at = &kNever;    // into the table's entry (entries never move)
+  uint64_t stamp = ~uint64_t{0};         // the entry's stamp when checked (never ~0)
+};
+
 class MrTable {
  public:
   explicit MrTable(uint32_t max_mrs = 1u << 16, uint32_t max_pds = 1u << 12);
@@ -51,6 +62,13 @@ class MrTable {
   uint8_t* remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
                   uint32_t need_access) const;
 
+  // remote() that also fills *ref for still_valid() (unchanged on failure).
+  uint8_t* remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len, uint32_t need_access,
+                      MrRef* ref) const;
+  // True while the MR that remote_ref() checked is registered, valid and
+  // unchanged; false for a default MrRef.
+  static bool still_valid(const MrRef& ref) { return *ref.stamp_at == ref.stamp; }
+
   uint32_t mr_count() const { return mr_count_; }
 
  private:
@@ -64,6 +82,7 @@ class MrTable {
     uint32_t access = 0;
     uint32_t key = 0;    // current key; 0 while the entry is free
     bool valid = false;  // registered and not invalidated
+    uint64_t stamp = 0;  // new value on every reg / dereg / invalidate (see MrRef)
   };
   struct Pd {
     bool in_use = false;
@@ -78,6 +97,7 @@ class MrTable {
   std::vector<uint8_t> generation_;  // per entry, survives dereg
   std::vector<Pd> pds_;              // index 0 unused
   uint32_t mr_count_ = 0;
+  uint64_t next_stamp_ = 0;  // last stamp handed out
 };
 
 }  // namespace burst::core

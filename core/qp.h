@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mr.h"
 #include "core/status.h"
 #include "core/verbs.h"
 #include "core/wire/frame.h"
@@ -118,9 +119,9 @@ struct RespState {
   uint32_t rwqe_len = 0;         // total length of the held RWQE
   uint32_t sge_idx = 0;          // scatter cursor into the held RWQE
   uint32_t sge_off = 0;
-  uint64_t write_va = 0;
-  uint32_t write_rkey = 0;
-  uint32_t write_left = 0;
+  uint8_t* write_host = nullptr;  // where the next byte of the WRITE in progress goes
+  MrRef write_ref;                // the MR range checked at its first packet
+  uint32_t write_left = 0;        // bytes still to come
   uint32_t write_len = 0;  // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
   // Output.
   bool ack_pending = false;

@@ -246,22 +246,26 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   const uint32_t len = pv.payload_len;
   const bool first = info.has(wire::kFirst);
   const bool last = info.has(wire::kLast);
-  uint64_t va = r.write_va;
-  uint32_t rkey = r.write_rkey;
   uint32_t left = r.write_left;
+  uint8_t* host = nullptr;
+  MrRef ref;
   if (first) {
     const wire::Reth* reth = pv.reth();
-    va = reth->va();
-    rkey = reth->rkey();
     left = reth->dma_len();
     const bool bad_len = left > kMaxMessageBytes || (last ? len != left : left <= len);
     if (bad_len) {
       resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
       return;
     }
-    if (left != 0 && mrs_.remote(qp.pd, rkey, va, left, kAccessRemoteWrite) == nullptr) {
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
-      return;
+    // The whole message range is checked here, once; later packets only check
+    // that the MR did not change (still_valid) and stay inside write_left.
+    if (left != 0) {
+      host = mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref);
+      if (host == nullptr) {
+        resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError),
+                   WcStatus::kRemAccessErr);
+        return;
+      }
     }
   } else if (last ? len != left : len >= left) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
@@ -270,20 +274,19 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   if (info.has(wire::kNeedsRwqe) && !take_rwqe(qp)) return;  // WRITE_WITH_IMM: RNR NAK
 
   if (first) {
-    r.write_va = va;
-    r.write_rkey = rkey;
+    r.write_host = host;
+    r.write_ref = ref;
     r.write_left = left;
     r.write_len = left;
   }
   if (len != 0) {
-    uint8_t* dst = mrs_.remote(qp.pd, r.write_rkey, r.write_va, len, kAccessRemoteWrite);
-    if (dst == nullptr) {  // deregistered or invalidated since the first packet
+    if (!MrTable::still_valid(r.write_ref)) {  // deregistered or invalidated since the first packet
       resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
       return;
     }
-    copy(dst, pv.payload(), len);
+    copy(r.write_host, pv.payload(), len);
+    r.write_host += len;
   }
-  r.write_va += len;
   r.write_left -= len;
   r.epsn = r.epsn + 1;
   if (!last) {

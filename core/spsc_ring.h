@@ -2,7 +2,8 @@
 // from one worker to another without locks. Producer and consumer indices live
 // on separate cache lines; each side caches the other's index and reads the
 // shared one (acquire) only when its cache says full / empty; publication is a
-// release store. Slots are preallocated; nothing allocates after construction.
+// release store (the consumer also refreshes its cache when it holds fewer
+// entries than asked for). Slots are preallocated; nothing allocates after construction.
 //
 // Threading: push side is one thread (the producer worker), pop side one thread
 // (the consumer worker). Sizes are fixed at construction.
@@ -48,7 +49,8 @@ class SpscFrameRing {
   // valid until release(n) is called with the count returned.
   uint32_t peek(const uint8_t** frames, uint32_t* lens, uint32_t n) {
     const uint32_t tail = cons_.tail_local;
-    if (cons_.head_cache == tail) {
+    if (cons_.head_cache - tail < n) {
+      // The cache cannot fill the request: look at the producer's index once.
       cons_.head_cache = shared_head_.load(std::memory_order_acquire);  // written by producer
       if (cons_.head_cache == tail) return 0;
     }

@@ -24,7 +24,11 @@ class CopyEngine {
  public:
   explicit CopyEngine(CopyKind kind = CopyKind::kCpu, uint32_t ring_entries = 1024);
 
-  uint64_t submit(void* dst, const void* src, uint32_t len);
+  uint64_t submit(void* dst, const void* src, uint32_t len) {
+    if (submitted_ - completed_ > mask_) return 0;  // ring full
+    ring_[submitted_ & mask_] = Desc{dst, src, len};
+    return ++submitted_;
+  }
   uint64_t poll();
   void drain() { poll(); }
 

@@ -20,19 +20,19 @@ CopyEngine::CopyEngine(CopyKind kind, uint32_t ring_entries)
   if (kind_ == CopyKind::kDsa) kind_ = CopyKind::kCpu;
 }
 
-uint64_t CopyEngine::submit(void* dst, const void* src, uint32_t len) {
-  if (submitted_ - completed_ >= ring_.size()) return 0;
-  ring_[submitted_ & mask_] = Desc{dst, src, len};
-  return ++submitted_;
-}
-
 void CopyEngine::run_cpu() {
-  while (completed_ != submitted_) {
-    const Desc& d = ring_[completed_ & mask_];
+  uint64_t done = completed_;
+  const uint64_t end = submitted_;
+  if (done == end) return;
+  uint64_t bytes = 0;
+  Desc* ring = ring_.data();
+  for (; done != end; ++done) {
+    const Desc& d = ring[done & mask_];
     if (d.len != 0) std::memcpy(d.dst, d.src, d.len);
-    bytes_ += d.len;
-    ++completed_;
+    bytes += d.len;
   }
+  bytes_ += bytes;
+  completed_ = done;
 }
 
 uint64_t CopyEngine::poll() {

@@ -29,9 +29,11 @@ class Bth {
   uint16_t pkey() const { return pkey_.get(); }
   bool fecn() const { return (resv8a_ & kFecn) != 0; }
   bool becn() const { return (resv8a_ & kBecn) != 0; }
-  uint32_t dest_qpn() const { return dest_qpn_.get(); }
+  // The 24-bit fields are read as the low bits of a 32-bit load that starts one
+  // byte earlier (inside the BTH): one load instead of three.
+  uint32_t dest_qpn() const { return load_be32(bytes() + 4) & kQpnMask; }
   bool ack_req() const { return (ack_ & kAckReq) != 0; }
-  Psn psn() const { return Psn(psn_.get()); }
+  Psn psn() const { return Psn(load_be32(bytes() + 8)); }
 
   void set_opcode(uint8_t v) { opcode_ = v; }
   void set_se(bool v) { set_bit(flags_, kSe, v); }
@@ -53,6 +55,7 @@ class Bth {
   static constexpr uint8_t kFecn = 0x80;
   static constexpr uint8_t kBecn = 0x40;
   static constexpr uint8_t kAckReq = 0x80;
+  const uint8_t* bytes() const { return reinterpret_cast<const uint8_t*>(this); }
   static void set_bit(uint8_t& byte, uint8_t bit, bool v) {
     byte = static_cast<uint8_t>(v ? (byte | bit) : (byte & ~bit));
   }
@@ -67,6 +70,7 @@ class Bth {
 };
 
 static_assert(sizeof(Bth) == 12 && alignof(Bth) == 1 && std::is_standard_layout_v<Bth>);
+static_assert(kQpnMask == Be24::kMask && kPsnMask == Be24::kMask);
 static_assert(std::is_trivially_copyable_v<Bth>);
 constexpr uint32_t kBthResv8aOffset = 4;  // the FECN/BECN byte, masked in the ICRC
 

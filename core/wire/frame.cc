@@ -11,14 +11,6 @@ constexpr uint32_t kVlanBytes = sizeof(VlanHdr);
 constexpr uint32_t kUdpBytes = sizeof(UdpHdr);
 constexpr uint32_t kMaxIpLen = 0xFFFF;  // IPv4 total length / IPv6 payload length field
 
-// ::ffff:a.b.c.d
-void ipv4_mapped_gid(const uint8_t* addr, Gid* gid) {
-  gid->fill(0);
-  (*gid)[10] = 0xFF;
-  (*gid)[11] = 0xFF;
-  std::memcpy(gid->data() + 12, addr, 4);
-}
-
 uint32_t l3_offset(const PathHeaders& path) { return kEthBytes + (path.has_vlan ? kVlanBytes : 0); }
 uint32_t ip_header_bytes(const PathHeaders& path) {
   return path.ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
@@ -75,18 +67,17 @@ const char* rx_drop_name(RxDrop d) {
   return "unknown";
 }
 
-RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool verify_icrc) {
+namespace detail {
+
+RxDrop parse_frame_general(const uint8_t* frame, uint32_t len, PacketView* out, bool verify_icrc) {
   if (len < kEthBytes) return RxDrop::kTooShort;
-  const auto& eth = *reinterpret_cast<const EthHdr*>(frame);
-  uint16_t ethertype = eth.ethertype();
+  uint16_t ethertype = load_be16(frame + 12);
   uint32_t l3 = kEthBytes;
-  out->has_vlan = false;
-  out->vlan_tci = 0;
+  uint16_t vlan_tci = 0;
   if (ethertype == kEtherTypeVlan) {
     if (len < kEthBytes + kVlanBytes) return RxDrop::kTooShort;
     const auto& vlan = *reinterpret_cast<const VlanHdr*>(frame + kEthBytes);
-    out->has_vlan = true;
-    out->vlan_tci = vlan.tci();
+    vlan_tci = vlan.tci();
     ethertype = vlan.ethertype();
     l3 += kVlanBytes;
   }
@@ -94,6 +85,8 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
   const uint32_t l3_avail = len - l3;
   uint32_t ip_hdr;
   uint32_t ip_len;
+  uint8_t ecn;
+  bool ipv6;
   if (ethertype == kEtherTypeIpv4) {
     if (l3_avail < sizeof(Ipv4Hdr)) return RxDrop::kTooShort;
     const auto& ip = *reinterpret_cast<const Ipv4Hdr*>(frame + l3);
@@ -104,10 +97,8 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
     if (l3_avail < ip_len) return RxDrop::kTooShort;  // Ethernet padding past ip_len is fine
     if (ip.is_fragment()) return RxDrop::kIpFragment;
     if (ip.protocol() != kIpProtoUdp) return RxDrop::kNotUdp;
-    out->ipv6 = false;
-    out->ecn = ip.ecn();
-    ipv4_mapped_gid(ip.saddr_bytes(), &out->sgid);
-    ipv4_mapped_gid(ip.daddr_bytes(), &out->dgid);
+    ipv6 = false;
+    ecn = ip.ecn();
   } else if (ethertype == kEtherTypeIpv6) {
     if (l3_avail < sizeof(Ipv6Hdr)) return RxDrop::kTooShort;
     const auto& ip = *reinterpret_cast<const Ipv6Hdr*>(frame + l3);
@@ -116,10 +107,8 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
     ip_len = ip_hdr + ip.payload_len();
     if (l3_avail < ip_len) return RxDrop::kTooShort;
     if (ip.next_header() != kIpProtoUdp) return RxDrop::kNotUdp;
-    out->ipv6 = true;
-    out->ecn = ip.ecn();
-    std::memcpy(out->sgid.data(), ip.saddr(), 16);
-    std::memcpy(out->dgid.data(), ip.daddr(), 16);
+    ipv6 = true;
+    ecn = ip.ecn();
   } else {
     return RxDrop::kNotIp;
   }
@@ -136,7 +125,8 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
   const uint32_t bth_off = udp_off + kUdpBytes;
   const auto& bth = *reinterpret_cast<const Bth*>(frame + bth_off);
   if (bth.tver() != 0) return RxDrop::kBadTver;
-  const OpcodeInfo& info = opcode_info(bth.opcode());
+  const uint8_t opcode = bth.opcode();
+  const OpcodeInfo& info = opcode_info(opcode);
   if (!info.valid()) return RxDrop::kBadOpcode;
   if (l4_len < kUdpBytes + info.hdr_len + kIcrcBytes) return RxDrop::kBadLength;
   const uint32_t payload_and_pad = l4_len - kUdpBytes - info.hdr_len - kIcrcBytes;
@@ -144,22 +134,25 @@ RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool ver
   // IBA: headers, payload and pad end on a 4-byte boundary (PadCnt exists for that).
   if (pad > payload_and_pad || (payload_and_pad & 3) != 0) return RxDrop::kBadPad;
   if (!(info.flags & kHasPayload) && payload_and_pad != 0) return RxDrop::kBadLength;
-  if (verify_icrc && !icrc_verify(frame + l3, ip_len, out->ipv6)) return RxDrop::kBadIcrc;
+  if (verify_icrc && !icrc_verify(frame + l3, ip_len, ipv6)) return RxDrop::kBadIcrc;
 
   out->frame = frame;
   out->frame_len = len;
+  out->vlan_tci = vlan_tci;
+  out->has_vlan = l3 != kEthBytes;
+  out->ipv6 = ipv6;
   out->l3_off = static_cast<uint16_t>(l3);
   out->udp_off = static_cast<uint16_t>(udp_off);
   out->bth_off = static_cast<uint16_t>(bth_off);
   out->payload_off = static_cast<uint16_t>(bth_off + info.hdr_len);
   out->payload_len = payload_and_pad - pad;
-  out->opcode = bth.opcode();
+  out->opcode = opcode;
+  out->ecn = ecn;
   out->info = &info;
-  out->smac = eth.smac();
-  out->dmac = eth.dmac();
-  out->udp_sport = udp.sport();
   return RxDrop::kNone;
 }
+
+}  // namespace detail
 
 uint32_t header_bytes(const PathHeaders& path, uint8_t opcode) {
   const OpcodeInfo& info = opcode_info(opcode);

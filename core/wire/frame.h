@@ -6,6 +6,11 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/wire/aeth.h"
 #include "core/wire/atomic_eth.h"
@@ -46,6 +51,10 @@ const char* rx_drop_name(RxDrop d);
 // A parsed frame. Offsets are from the start of the frame; pointers point into
 // the frame, which must outlive the view. Valid only when parse_frame returned
 // RxDrop::kNone (on a drop, the fields are unspecified).
+//
+// Only offsets and small scalars are stored: the addresses (MACs, source and
+// destination IP as GIDs) and the UDP source port are read from the frame when
+// asked for, so parsing does not copy them for every packet.
 struct PacketView {
   const uint8_t* frame;
   uint32_t frame_len;  // bytes received (may include Ethernet padding past the IP datagram)
@@ -55,11 +64,23 @@ struct PacketView {
   uint16_t l3_off, udp_off, bth_off, payload_off;
   uint32_t payload_len;  // excluding pad and ICRC
   uint8_t opcode;
+  uint8_t ecn;  // 2-bit ECN from IPv4 TOS / IPv6 traffic class (CE = 3)
   const OpcodeInfo* info;
-  uint8_t ecn;     // 2-bit ECN from IPv4 TOS / IPv6 traffic class (CE = 3)
-  Gid sgid, dgid;  // source/dest IP as GIDs (IPv4 as ::ffff:a.b.c.d)
-  MacAddr smac, dmac;
-  uint16_t udp_sport;
+
+  // Source/destination IP as GIDs (IPv4 as ::ffff:a.b.c.d); copies.
+  Gid sgid() const { return gid_at(ipv6 ? kIpv6SaddrOffset : kIpv4SaddrOffset); }
+  Gid dgid() const { return gid_at(ipv6 ? kIpv6DaddrOffset : kIpv4DaddrOffset); }
+  // True when the source address equals g (IPv4: g is ::ffff:a.b.c.d); compares
+  // in place, without building a GID.
+  bool sgid_is(const Gid& g) const;
+  MacAddr dmac() const { return reinterpret_cast<const EthHdr*>(frame)->dmac(); }
+  MacAddr smac() const { return reinterpret_cast<const EthHdr*>(frame)->smac(); }
+  uint16_t udp_sport() const { return reinterpret_cast<const UdpHdr*>(frame + udp_off)->sport(); }
+
+  // Untagged IPv4 without options (the layout same_ipv4_flow() expects).
+  bool plain_ipv4() const {
+    return l3_off == sizeof(EthHdr) && !ipv6 && udp_off == sizeof(EthHdr) + sizeof(Ipv4Hdr);
+  }
 
   const Bth& bth() const { return *reinterpret_cast<const Bth*>(frame + bth_off); }
   // Extension headers: nullptr when the opcode does not carry them.
@@ -78,15 +99,123 @@ struct PacketView {
   }
 
  private:
+  static constexpr uint32_t kIpv4SaddrOffset = 12;
+  static constexpr uint32_t kIpv4DaddrOffset = 16;
+  static constexpr uint32_t kIpv6SaddrOffset = 8;
+  static constexpr uint32_t kIpv6DaddrOffset = 24;
+
+  Gid gid_at(uint32_t ip_off) const {
+    Gid g{};
+    const uint8_t* a = frame + l3_off + ip_off;
+    if (ipv6) {
+      std::memcpy(g.data(), a, 16);
+    } else {
+      g[10] = 0xFF;
+      g[11] = 0xFF;
+      std::memcpy(g.data() + 12, a, 4);
+    }
+    return g;
+  }
   template <class H>
   const H* ext(uint8_t off) const {
     return off == 0 ? nullptr : reinterpret_cast<const H*>(frame + bth_off + off);
   }
 };
 
+inline bool PacketView::sgid_is(const Gid& g) const {
+  const uint8_t* a = frame + l3_off;
+  uint64_t g_lo, g_hi, a_lo, a_hi;
+  std::memcpy(&g_lo, g.data(), 8);
+  std::memcpy(&g_hi, g.data() + 8, 8);
+  if (ipv6) {
+    std::memcpy(&a_lo, a + kIpv6SaddrOffset, 8);
+    std::memcpy(&a_hi, a + kIpv6SaddrOffset + 8, 8);
+    return ((g_lo ^ a_lo) | (g_hi ^ a_hi)) == 0;
+  }
+  // ::ffff:a.b.c.d: bytes 0..7 zero, then 00 00 FF FF and the address.
+  uint8_t m[8] = {0, 0, 0xFF, 0xFF};
+  std::memcpy(m + 4, a + kIpv4SaddrOffset, 4);
+  uint64_t mapped;
+  std::memcpy(&mapped, m, 8);
+  return (g_lo | (g_hi ^ mapped)) == 0;
+}
+
 // Parses and validates a frame; reads only [frame, frame + len). On kNone, *out
 // describes the packet. verify_icrc = false skips only the ICRC check.
-RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out, bool verify_icrc = true);
+inline RxDrop parse_frame(const uint8_t* frame, uint32_t len, PacketView* out,
+                          bool verify_icrc = true);
+
+namespace detail {
+// Every frame layout, every drop reason.
+RxDrop parse_frame_general(const uint8_t* frame, uint32_t len, PacketView* out, bool verify_icrc);
+}  // namespace detail
+
+// The common frame, untagged IPv4 without options, is checked with a few wide
+// loads and a single branch on the combined result; any other frame, and any
+// frame that fails a check, goes to the general parser, which makes the same
+// checks one by one and names the drop reason. Both accept exactly the same
+// frames and fill *out the same way (tests/unit/wire compares them).
+[[gnu::always_inline]] inline RxDrop parse_frame(const uint8_t* frame, uint32_t len,
+                                                PacketView* out, bool verify_icrc) {
+  constexpr uint32_t kL3 = sizeof(EthHdr);
+  constexpr uint32_t kUdp = kL3 + sizeof(Ipv4Hdr);
+  constexpr uint32_t kBth = kUdp + sizeof(UdpHdr);
+  constexpr uint32_t kMin = kBth + sizeof(Bth) + kIcrcBytes;
+  if (len < kMin) return detail::parse_frame_general(frame, len, out, verify_icrc);
+  // EtherType | version, IHL | TOS
+  const uint32_t eth_ip = load_be32(frame + 12);
+  const uint32_t ip_len = load_be16(frame + kL3 + 2);
+  // flags, fragment offset | TTL | protocol
+  const uint32_t frag_proto = load_be32(frame + kL3 + 6);
+  // destination port | UDP length
+  const uint32_t port_len = load_be32(frame + kUdp + 2);
+  const uint8_t opcode = frame[kBth];
+  const uint32_t bth_flags = frame[kBth + 1];
+  const OpcodeInfo& info = opcode_info(opcode);
+  const uint32_t l4_len = ip_len - sizeof(Ipv4Hdr);
+  const uint32_t pad = (bth_flags >> 4) & 3;
+  // Underflows when l4_len is too short; the check on l4_len catches that.
+  const uint32_t payload_and_pad = l4_len - sizeof(UdpHdr) - info.hdr_len - kIcrcBytes;
+  const bool bad =
+      ((eth_ip & 0xFFFFFF00u) != (uint32_t{kEtherTypeIpv4} << 16 | 0x4500u)) |
+      (ip_len > len - kL3) |
+      ((frag_proto & ((uint32_t{kIpv4FlagMf} | kIpv4FragOffsetMask) << 16 | 0xFFu)) !=
+       kIpProtoUdp) |
+      (port_len != (uint32_t{kRoceV2Port} << 16 | (l4_len & 0xFFFFu))) |
+      (ip_len < sizeof(Ipv4Hdr) + sizeof(UdpHdr) + info.hdr_len + kIcrcBytes) |
+      ((bth_flags & 0x0F) != 0) | !info.valid() | (pad > payload_and_pad) |
+      ((payload_and_pad & 3) != 0) | (!(info.flags & kHasPayload) & (payload_and_pad != 0));
+  if (bad) return detail::parse_frame_general(frame, len, out, verify_icrc);
+  out->frame = frame;
+  out->frame_len = len;
+  out->vlan_tci = 0;
+  out->has_vlan = false;
+  out->ipv6 = false;
+  out->l3_off = kL3;
+  out->udp_off = kUdp;
+  out->bth_off = kBth;
+  out->payload_off = static_cast<uint16_t>(kBth + info.hdr_len);
+  out->payload_len = payload_and_pad - pad;
+  out->opcode = opcode;
+  out->ecn = static_cast<uint8_t>(eth_ip & 3);
+  out->info = &info;
+  // Last, so that nothing else is live across the call (*out is unspecified on a drop).
+  if (verify_icrc && !icrc_verify(frame + kL3, ip_len, false)) return RxDrop::kBadIcrc;
+  return RxDrop::kNone;
+}
+
+// Header prediction for a run of frames of one flow. a is a frame that
+// parse_frame accepted as untagged IPv4 without options (l3_off 14, udp_off 34);
+// b is another frame of the same length. True when b has the same bytes as a in
+// [0, kSameFlowBytes) except the fields that change from packet to packet of a
+// flow: IPv4 identification and header checksum, BTH byte 4 (FECN/BECN), the
+// AckReq byte and the PSN. Every byte parse_frame reads (up to the BTH
+// flags), the source address, P_Key, destination QP and opcode are compared, so
+// parse_frame(b) would accept b and describe it exactly as a (with frame = b),
+// except for the ICRC, which the caller still checks. Reads kSameFlowBytes of
+// each frame: parse_frame accepted only frames longer than that.
+constexpr uint32_t kSameFlowBytes = 54;  // Ethernet, IPv4, UDP, BTH
+bool same_ipv4_flow(const uint8_t* a, const uint8_t* b);
 
 // Everything below the BTH for one destination (precomputed per QP / AH).
 struct PathHeaders {
@@ -167,5 +296,30 @@ class FrameWriter {
   bool ok_ = false;
   uint8_t scratch_[32];  // sink for header accessors that have no place in the frame
 };
+
+inline bool same_ipv4_flow(const uint8_t* a, const uint8_t* b) {
+  // Bytes that may differ: 18-19 IPv4 id, 24-25 IPv4 checksum, 46 BTH FECN/BECN,
+  // 50 AckReq, 51-53 PSN. Compared as [0,16) [16,32) [32,48) [38,54).
+#if defined(__SSE2__)
+  const auto ld = [](const uint8_t* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  };
+  const __m128i m1 = _mm_setr_epi8(-1, -1, 0, 0, -1, -1, -1, -1, 0, 0, -1, -1, -1, -1, -1, -1);
+  const __m128i m2 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, -1);
+  const __m128i m3 = _mm_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, 0, -1, -1, -1, 0, 0, 0, 0);
+  const __m128i x0 = _mm_xor_si128(ld(a), ld(b));
+  const __m128i x1 = _mm_and_si128(_mm_xor_si128(ld(a + 16), ld(b + 16)), m1);
+  const __m128i x2 = _mm_and_si128(_mm_xor_si128(ld(a + 32), ld(b + 32)), m2);
+  const __m128i x3 = _mm_and_si128(_mm_xor_si128(ld(a + 38), ld(b + 38)), m3);
+  const __m128i x = _mm_or_si128(_mm_or_si128(x0, x1), _mm_or_si128(x2, x3));
+  return _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_setzero_si128())) == 0xFFFF;
+#else
+  for (uint32_t i = 0; i < kSameFlowBytes; ++i) {
+    const bool varies = i == 18 || i == 19 || i == 24 || i == 25 || i == 46 || i >= 50;
+    if (!varies && a[i] != b[i]) return false;
+  }
+  return true;
+#endif
+}
 
 }  // namespace burst::wire

@@ -26,18 +26,26 @@ struct Attrs {
   const nlattr* operator[](size_t t) const { return t < N ? a[t] : nullptr; }
 };
 
+// Collects the attributes that start `offset` bytes into the payload. Unlike
+// mnl_attr_parse, an attribute that overruns the message is an error, not the
+// silent end of the list.
 template <size_t N>
-int collect_attr(const nlattr* attr, void* data) {
-  auto* tb = static_cast<Attrs<N>*>(data);
-  uint16_t type = mnl_attr_get_type(attr);
-  if (type < N) tb->a[type] = attr;
-  return MNL_CB_OK;
+bool parse_attrs_at(const nlmsghdr* nlh, size_t offset, Attrs<N>* tb) {
+  if (nlh->nlmsg_len < NLMSG_HDRLEN + offset) return false;
+  const char* tail = static_cast<const char*>(mnl_nlmsg_get_payload_tail(nlh));
+  auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload_offset(nlh, offset));
+  for (; mnl_attr_ok(attr, static_cast<int>(tail - reinterpret_cast<const char*>(attr)));
+       attr = mnl_attr_next(attr)) {
+    uint16_t type = mnl_attr_get_type(attr);
+    if (type < N) tb->a[type] = attr;
+  }
+  // What is left must not be able to hold an attribute header (padding only).
+  return tail - reinterpret_cast<const char*>(attr) < static_cast<ptrdiff_t>(sizeof(nlattr));
 }
 
 template <size_t N>
 bool parse_attrs(const nlmsghdr* nlh, size_t family_hdr_len, Attrs<N>* tb) {
-  if (nlh->nlmsg_len < NLMSG_HDRLEN + NLMSG_ALIGN(family_hdr_len)) return false;
-  return mnl_attr_parse(nlh, NLMSG_ALIGN(family_hdr_len), collect_attr<N>, tb) >= 0;
+  return parse_attrs_at(nlh, NLMSG_ALIGN(family_hdr_len), tb);
 }
 
 // IPv4 (4 bytes) or IPv6 (16 bytes) address attribute of the given family.
@@ -85,7 +93,7 @@ std::string extack_message(const nlmsghdr* nlh, size_t offset) {
   if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS)) return {};
   if (nlh->nlmsg_len < NLMSG_HDRLEN + offset) return {};
   Attrs<NLMSGERR_ATTR_MAX + 1> tb;
-  if (mnl_attr_parse(nlh, offset, collect_attr<NLMSGERR_ATTR_MAX + 1>, &tb) < 0) return {};
+  if (!parse_attrs_at(nlh, offset, &tb)) return {};
   const nlattr* msg = tb[NLMSGERR_ATTR_MSG];
   if (msg == nullptr || mnl_attr_validate(msg, MNL_TYPE_NUL_STRING) < 0) return {};
   return mnl_attr_get_str(msg);

@@ -24,19 +24,19 @@ namespace burst::net {
 
 struct LinkRecord {  // RTM_NEWLINK
   uint32_t ifindex = 0;
-  uint16_t type = 0;  // ARPHRD_*
+  uint16_t type = 0;   // ARPHRD_*
   uint32_t flags = 0;  // IFF_*
   std::string name;
   bool has_mac = false;
   MacAddr mac{};
   uint32_t mtu = 0;
-  uint8_t operstate = 0;  // IF_OPER_*
+  uint8_t operstate = 0;       // IF_OPER_*
   uint32_t num_rx_queues = 0;  // allocated queues (IFLA_NUM_RX_QUEUES), 0 if absent
   uint32_t num_tx_queues = 0;
 };
 
 struct AddrRecord {  // RTM_NEWADDR / RTM_DELADDR
-  int family = 0;  // AF_INET or AF_INET6
+  int family = 0;    // AF_INET or AF_INET6
   uint32_t ifindex = 0;
   uint8_t prefix_len = 0;
   uint8_t scope = 0;   // RT_SCOPE_*

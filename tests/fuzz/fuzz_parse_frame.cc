@@ -18,7 +18,7 @@ void check(bool ok) {
 
 // Reads every field so ASan/UBSan see every access; returns a digest.
 uint64_t touch(const PacketView& v) {
-  uint64_t h = v.frame_len ^ v.vlan_tci ^ v.has_vlan ^ v.ipv6 ^ v.ecn ^ v.udp_sport ^ v.opcode;
+  uint64_t h = v.frame_len ^ v.vlan_tci ^ v.has_vlan ^ v.ipv6 ^ v.ecn ^ v.udp_sport() ^ v.opcode;
   const Bth& b = v.bth();
   h += b.opcode() + b.se() + b.mig_req() + b.pad_count() + b.tver() + b.pkey() + b.fecn() +
        b.becn() + b.dest_qpn() + b.ack_req() + b.psn().value();
@@ -29,10 +29,10 @@ uint64_t touch(const PacketView& v) {
   if (const ImmDt* i = v.immdt()) h += i->imm();
   if (const Ieth* i = v.ieth()) h += i->rkey();
   if (const Deth* d = v.deth()) h += d->qkey() + d->src_qpn();
-  for (uint8_t x : v.sgid) h = h * 31 + x;
-  for (uint8_t x : v.dgid) h = h * 31 + x;
-  for (uint8_t x : v.smac) h = h * 31 + x;
-  for (uint8_t x : v.dmac) h = h * 31 + x;
+  for (uint8_t x : v.sgid()) h = h * 31 + x;
+  for (uint8_t x : v.dgid()) h = h * 31 + x;
+  for (uint8_t x : v.smac()) h = h * 31 + x;
+  for (uint8_t x : v.dmac()) h = h * 31 + x;
   const uint8_t* p = v.payload();
   for (uint32_t i = 0; i < v.payload_len + v.pad_count() + kIcrcBytes; ++i) h = h * 31 + p[i];
   return h;
@@ -57,14 +57,14 @@ void check_invariants(const PacketView& v, const uint8_t* data, uint32_t size, b
 // the same packet.
 void check_rebuild(const PacketView& v) {
   PathHeaders path{};
-  path.smac = v.smac;
-  path.dmac = v.dmac;
+  path.smac = v.smac();
+  path.dmac = v.dmac();
   path.has_vlan = v.has_vlan;
   path.vlan_tci = v.vlan_tci;
   path.ipv6 = v.ipv6;
-  path.sgid = v.sgid;
-  path.dgid = v.dgid;
-  path.udp_sport = v.udp_sport;
+  path.sgid = v.sgid();
+  path.dgid = v.dgid();
+  path.udp_sport = v.udp_sport();
   const uint8_t* l3 = v.frame + v.l3_off;
   if (v.ipv6) {
     const auto& ip = *reinterpret_cast<const Ipv6Hdr*>(l3);
@@ -101,8 +101,8 @@ void check_rebuild(const PacketView& v) {
   PacketView r{};
   check(parse_frame(out.data(), n, &r, true) == RxDrop::kNone);
   check(r.opcode == v.opcode && r.payload_len == v.payload_len && r.ipv6 == v.ipv6 &&
-        r.has_vlan == v.has_vlan && r.vlan_tci == v.vlan_tci && r.sgid == v.sgid &&
-        r.dgid == v.dgid && r.smac == v.smac && r.dmac == v.dmac && r.udp_sport == v.udp_sport &&
+        r.has_vlan == v.has_vlan && r.vlan_tci == v.vlan_tci && r.sgid() == v.sgid() &&
+        r.dgid() == v.dgid() && r.smac() == v.smac() && r.dmac() == v.dmac() && r.udp_sport() == v.udp_sport() &&
         r.ecn == v.ecn);
   check(r.bth().psn() == s.psn() && r.bth().dest_qpn() == s.dest_qpn() &&
         r.bth().pad_count() == s.pad_count());

@@ -4,7 +4,8 @@
 # Prints one line per (MTU, frame size, run) with the sender's and the
 # receiver's rates; the receiver's rate covers its first to last frame.
 #
-# Usage: veth_baseline.sh XSK_RAW [RUNS] [SECONDS] [extra xsk-raw args for both sides]
+# Usage: [BASELINE_CASES="1500:1024 9000:4000"] veth_baseline.sh XSK_RAW [RUNS] [SECONDS]
+#        [extra xsk-raw args for both sides]
 #   e.g. veth_baseline.sh build/default/tools/xsk-raw/xsk-raw 3 3 --frames 16384
 # Needs root. Cleans up its namespaces on exit.
 set -uo pipefail
@@ -60,8 +61,7 @@ run() {  # MTU SIZE
   done
 }
 
-run 1500 1024
-run 3500 3000
-run 9000 3000
-run 9000 4000
-run 9000 9014
+# Cases: "MTU:SIZE ..." from BASELINE_CASES, or all of them.
+for c in ${BASELINE_CASES:-1500:1024 3500:3000 9000:3000 9000:4000 9000:9014}; do
+  run "${c%%:*}" "${c##*:}"
+done

@@ -265,8 +265,8 @@ TEST(PairIpv6, SendAndReadOverIpv6) {
   ASSERT_EQ(f.size(), 4u);
   wire::PacketView pv = parse(f[0]);
   EXPECT_TRUE(pv.ipv6);
-  EXPECT_EQ(pv.sgid, v6_gid(1));
-  EXPECT_EQ(pv.dgid, v6_gid(2));
+  EXPECT_EQ(pv.sgid(), v6_gid(1));
+  EXPECT_EQ(pv.dgid(), v6_gid(2));
   const wire::Ipv6Hdr* ip = reinterpret_cast<const wire::Ipv6Hdr*>(f[0].data() + pv.l3_off);
   EXPECT_EQ(ip->hop_limit(), 32);
   EXPECT_EQ(ip->traffic_class(), 0x68);

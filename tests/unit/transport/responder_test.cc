@@ -534,5 +534,173 @@ TEST_F(ResponderOneReadTest, WriteWithoutQpRemoteWriteAccess) {
   expect_one_ack(0x61, kEpsn);  // as rxe: the QP does not allow remote writes
 }
 
+
+// ---------------------------------------------------------------------------
+// RDMA WRITE fast path (rx_dispatch.cc): the MR range is checked once at FIRST;
+// a deregistration or invalidation before a later packet must still be caught.
+
+namespace fastpath {
+
+constexpr uint32_t kMtu = 1024;
+
+class WriteFastPathTest : public ResponderTest {
+ protected:
+  Bytes write_pkt(uint8_t op, uint32_t k, const Bytes& data, uint32_t rkey, bool ack_req = false) {
+    const Bytes part(data.begin() + k * kMtu,
+                     data.begin() + std::min<size_t>(data.size(), (k + 1) * kMtu));
+    if (op == kRcRdmaWriteFirst) {
+      return req(
+          op, kEpsn + k, part,
+          [&](wire::FrameWriter& fw) {
+            fw.reth().set_va(Node::addr(mem));
+            fw.reth().set_rkey(rkey);
+            fw.reth().set_dma_len(static_cast<uint32_t>(data.size()));
+          },
+          ack_req);
+    }
+    return req(op, kEpsn + k, part, {}, ack_req);
+  }
+};
+
+TEST_F(WriteFastPathTest, MiddlesInOneBurstPlaceEveryByte) {
+  const Bytes d = pattern(7 * kMtu, 3);
+  Frames in = {write_pkt(kRcRdmaWriteFirst, 0, d, key)};
+  for (uint32_t k = 1; k < 6; ++k) in.push_back(write_pkt(kRcRdmaWriteMiddle, k, d, key));
+  in.push_back(write_pkt(kRcRdmaWriteLast, 6, d, key, true));
+  deliver(b.eng, in, 0);
+  expect_one_ack(0x1f, kEpsn + 6);
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), mem.begin()));
+  EXPECT_EQ(qp().resp.msg, RespState::kNone);
+}
+
+TEST_F(WriteFastPathTest, DeregBetweenPacketsIsRemoteAccessError) {
+  const Bytes d = pattern(4 * kMtu, 5);
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteFirst, 0, d, key)}, 0);
+  ASSERT_TRUE(b.mrs.dereg_mr(key).ok());
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteMiddle, 1, d, key)}, 0);
+  expect_one_ack(0x62, kEpsn + 1);
+  EXPECT_EQ(b.state(qb), QpState::kErr);
+  EXPECT_FALSE(std::equal(d.begin() + kMtu, d.begin() + 2 * kMtu, mem.begin() + kMtu));
+}
+
+TEST_F(WriteFastPathTest, ReregisteredMrDoesNotRevalidateTheMessage) {
+  const Bytes d = pattern(4 * kMtu, 6);
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteFirst, 0, d, key)}, 0);
+  ASSERT_TRUE(b.mrs.dereg_mr(key).ok());
+  b.reg(mem);  // same entry, same memory, new generation
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteMiddle, 1, d, key)}, 0);
+  expect_one_ack(0x62, kEpsn + 1);
+  EXPECT_EQ(b.state(qb), QpState::kErr);
+}
+
+TEST_F(WriteFastPathTest, InvalidateBetweenPacketsIsRemoteAccessError) {
+  const Bytes d = pattern(4 * kMtu, 7);
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteFirst, 0, d, key)}, 0);
+  ASSERT_TRUE(b.mrs.invalidate_rkey(b.pd, key).ok());
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteMiddle, 1, d, key)}, 0);
+  expect_one_ack(0x62, kEpsn + 1);
+  EXPECT_EQ(b.state(qb), QpState::kErr);
+}
+
+TEST_F(WriteFastPathTest, AccessRevokedBetweenPacketsIsInvalidRequest) {
+  const Bytes d = pattern(4 * kMtu, 8);
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteFirst, 0, d, key)}, 0);
+  QpAttr a;
+  a.qp_access_flags = kAccessRemoteRead;
+  ASSERT_TRUE(b.eng.modify_qp(qb, a, kQpAccessFlags).ok());
+  deliver(b.eng, Frames{write_pkt(kRcRdmaWriteMiddle, 1, d, key)}, 0);
+  expect_one_ack(0x61, kEpsn + 1);
+}
+
+// The same frames delivered as one burst (fast path, header prediction) and one
+// frame per rx_burst leave the same memory, counters, completions and output.
+TEST(WriteFastPathBurst, BurstAndSingleFramesAgree) {
+  const Bytes d = pattern(12 * kMtu, 9);
+  struct Run {
+    Node b{2};
+    uint32_t qb = 0;
+    Bytes mem = Bytes(16 * kMtu, 0);
+    uint32_t key = 0;
+    Run() {
+      qb = b.create_qp();
+      RcOpts o;
+      o.rq_psn = kEpsn;
+      bring_up_rc(b, qb, 1, kPeerQpn, o);
+      key = b.reg(mem);
+    }
+    Bytes pkt(uint8_t op, uint32_t k, const Bytes& data, bool ack_req = false,
+              uint8_t from = 1, uint32_t psn_delta = 0) {
+      const Bytes part(data.begin() + k * kMtu, data.begin() + (k + 1) * kMtu);
+      return craft(
+          from, 2, op, qb, kEpsn + k + psn_delta, part,
+          [&](wire::FrameWriter& fw) {
+            if (op == kRcRdmaWriteFirst) {
+              fw.reth().set_va(Node::addr(mem));
+              fw.reth().set_rkey(key);
+              fw.reth().set_dma_len(static_cast<uint32_t>(data.size()));
+            }
+          },
+          ack_req);
+    }
+  };
+  auto make = [&](Run& r) {
+    Frames in;
+    in.push_back(r.pkt(kRcRdmaWriteFirst, 0, d));
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 1, d));
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 2, d, true));
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 2, d));  // duplicate
+    Bytes bad_icrc = r.pkt(kRcRdmaWriteMiddle, 3, d);
+    bad_icrc[bad_icrc.size() - 1] ^= 1;
+    in.push_back(bad_icrc);
+    Bytes ce = r.pkt(kRcRdmaWriteMiddle, 3, d);  // ECN CE: general path
+    ce[15] |= 3;
+    wire::icrc_store(ce.data() + ce.size() - 4,
+                     wire::icrc_compute(ce.data() + 14, static_cast<uint32_t>(ce.size() - 18),
+                                        false));
+    in.push_back(ce);
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 4, d));
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 5, d, false, 3));  // from another address
+    Bytes pkey = r.pkt(kRcRdmaWriteMiddle, 5, d);
+    pkey[44] = 0x00;  // P_Key 0x00FF: another partition
+    wire::icrc_store(pkey.data() + pkey.size() - 4,
+                     wire::icrc_compute(pkey.data() + 14,
+                                        static_cast<uint32_t>(pkey.size() - 18), false));
+    in.push_back(pkey);
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 5, d));
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 7, d));  // future PSN: sequence NAK
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 8, d));  // silence behind the NAK
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 6, d));  // the expected one again
+    in.push_back(r.pkt(kRcRdmaWriteMiddle, 7, d));
+    in.push_back(r.pkt(kRcRdmaWriteLast, 8, d));  // LAST but the message has 12 packets
+    return in;
+  };
+  Run burst, single;
+  const Frames fb = make(burst);
+  const Frames fs = make(single);
+  deliver(burst.b.eng, fb, 0);
+  for (const Bytes& f : fs) deliver(single.b.eng, f, 0);
+  EXPECT_EQ(burst.mem, single.mem);
+  const EngineCounters& cb = burst.b.eng.counters();
+  const EngineCounters& cs = single.b.eng.counters();
+  EXPECT_EQ(cb.rx_packets, cs.rx_packets);
+  EXPECT_EQ(cb.rx_bytes, cs.rx_bytes);
+  EXPECT_EQ(cb.rx_parse_drop, cs.rx_parse_drop);
+  EXPECT_EQ(cb.rx_drop, cs.rx_drop);
+  EXPECT_EQ(cb.rx_ecn_ce, cs.rx_ecn_ce);
+  EXPECT_EQ(cb.rx_duplicate, cs.rx_duplicate);
+  EXPECT_EQ(cb.rx_out_of_sequence, cs.rx_out_of_sequence);
+  EXPECT_EQ(cb.rx_parse_drop[static_cast<size_t>(wire::RxDrop::kBadIcrc)], 1u);
+  EXPECT_EQ(cb.rx_ecn_ce, 1u);
+  EXPECT_EQ(cb.rx_drop[static_cast<size_t>(Drop::kBadSource)], 1u);
+  EXPECT_EQ(cb.rx_drop[static_cast<size_t>(Drop::kBadPkey)], 1u);
+  EXPECT_EQ(burst.b.state(burst.qb), single.b.state(single.qb));
+  EXPECT_EQ(capture(burst.b.eng, 0), capture(single.b.eng, 0));
+  EXPECT_EQ(burst.b.poll().size(), single.b.poll().size());
+  // The packets up to the bad LAST were placed.
+  EXPECT_TRUE(std::equal(d.begin(), d.begin() + 8 * kMtu, burst.mem.begin()));
+}
+
+}  // namespace fastpath
+
 }  // namespace
 }  // namespace burst::core::test

@@ -169,11 +169,11 @@ TEST(Frame, BuildParseEveryOpcodeAndPath) {
           EXPECT_EQ(v.opcode, opcode);
           EXPECT_EQ(v.info, &info);
           EXPECT_EQ(v.ecn, 2);
-          EXPECT_EQ(v.sgid, path.sgid);
-          EXPECT_EQ(v.dgid, path.dgid);
-          EXPECT_EQ(v.smac, path.smac);
-          EXPECT_EQ(v.dmac, path.dmac);
-          EXPECT_EQ(v.udp_sport, 0xC123);
+          EXPECT_EQ(v.sgid(), path.sgid);
+          EXPECT_EQ(v.dgid(), path.dgid);
+          EXPECT_EQ(v.smac(), path.smac);
+          EXPECT_EQ(v.dmac(), path.dmac);
+          EXPECT_EQ(v.udp_sport(), 0xC123);
           EXPECT_EQ(v.l3_len(), total - v.l3_off);
           check_headers(v, static_cast<uint8_t>(opcode), seed);
           for (uint32_t i = 0; i < len; ++i) {

@@ -84,11 +84,11 @@ TEST(Golden, EveryFrameParsesVerifiesAndIsSane) {
       EXPECT_EQ(v.l3_off, 14);
       EXPECT_EQ(f.size(), 14u + ip.total_len());  // no Ethernet padding in these captures
       EXPECT_EQ(v.l3_len(), ip.total_len());
-      const bool from_vm1 = v.smac == kVm1Mac;
-      EXPECT_TRUE(from_vm1 || v.smac == kVm2Mac);
-      EXPECT_EQ(v.dmac, from_vm1 ? kVm2Mac : kVm1Mac);
-      EXPECT_EQ(v.sgid, from_vm1 ? kVm1Gid : kVm2Gid);
-      EXPECT_EQ(v.dgid, from_vm1 ? kVm2Gid : kVm1Gid);
+      const bool from_vm1 = v.smac() == kVm1Mac;
+      EXPECT_TRUE(from_vm1 || v.smac() == kVm2Mac);
+      EXPECT_EQ(v.dmac(), from_vm1 ? kVm2Mac : kVm1Mac);
+      EXPECT_EQ(v.sgid(), from_vm1 ? kVm1Gid : kVm2Gid);
+      EXPECT_EQ(v.dgid(), from_vm1 ? kVm2Gid : kVm1Gid);
       EXPECT_EQ(ip.tos(), 0);
       EXPECT_EQ(v.ecn, 0);
       EXPECT_EQ(ip.ttl(), 64);
@@ -96,7 +96,7 @@ TEST(Golden, EveryFrameParsesVerifiesAndIsSane) {
       EXPECT_NE(ip.id(), 0);
       EXPECT_EQ(ipv4_checksum(f.data() + 14, ip.header_bytes()), 0);
       EXPECT_EQ(reinterpret_cast<const UdpHdr*>(f.data() + v.udp_off)->checksum(), 0);
-      EXPECT_NE(v.udp_sport, 0);
+      EXPECT_NE(v.udp_sport(), 0);
 
       // BTH.
       const Bth& b = v.bth();
@@ -176,7 +176,7 @@ TEST(Golden, SpotChecksAgainstToolLogs) {
     const auto& f = frames("rc_write_mtu1024.pcap");
     const PacketView w = parse_ok(f[0]);
     EXPECT_EQ(w.opcode, op::kRcRdmaWriteOnly);
-    EXPECT_EQ(w.sgid, kVm2Gid);
+    EXPECT_EQ(w.sgid(), kVm2Gid);
     EXPECT_EQ(w.bth().dest_qpn(), 0x13u);
     EXPECT_EQ(w.bth().psn(), Psn(0xC9ECDC));
     EXPECT_TRUE(w.bth().ack_req());
@@ -187,7 +187,7 @@ TEST(Golden, SpotChecksAgainstToolLogs) {
     EXPECT_EQ(w.payload_len, 8u);
     const PacketView a = parse_ok(f[5]);  // the first ACK
     EXPECT_EQ(a.opcode, op::kRcAcknowledge);
-    EXPECT_EQ(a.sgid, kVm1Gid);
+    EXPECT_EQ(a.sgid(), kVm1Gid);
     EXPECT_EQ(a.bth().psn(), Psn(0xC9ECDC));
     EXPECT_EQ(a.aeth()->syn(), AethSyndrome::ack());
     EXPECT_EQ(a.aeth()->msn(), 1u);
@@ -349,16 +349,16 @@ TEST(Golden, FrameWriterRebuildsEveryFrameByteForByte) {
       const PacketView v = parse_ok(f);
       const Ipv4Hdr& ip = ip_of(v);
       PathHeaders path{};
-      path.smac = v.smac;
-      path.dmac = v.dmac;
+      path.smac = v.smac();
+      path.dmac = v.dmac();
       path.has_vlan = v.has_vlan;
       path.vlan_tci = v.vlan_tci;
       path.ipv6 = v.ipv6;
-      path.sgid = v.sgid;
-      path.dgid = v.dgid;
+      path.sgid = v.sgid();
+      path.dgid = v.dgid();
       path.traffic_class = ip.tos();
       path.hop_limit = ip.ttl();
-      path.udp_sport = v.udp_sport;
+      path.udp_sport = v.udp_sport();
 
       std::vector<uint8_t> out(frame_bytes(path, v.opcode, v.payload_len));
       ASSERT_EQ(out.size(), f.size());
