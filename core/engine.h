@@ -150,7 +150,7 @@ class Engine {
   Build build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t now_ns);
   bool gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, uint8_t* dst,
               WcStatus* err);
-  bool validate_local_sges(const Qp& qp, const SendWqe& wqe, WcStatus* err) const;
+  bool validate_local_sges(const Qp& qp, SendWqe& wqe, WcStatus* err) const;
 
   // completer.cc (RC).
   void rc_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);

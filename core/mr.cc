@@ -128,6 +128,16 @@ uint8_t* MrTable::remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
   return mr->host + (va - mr->iova);
 }
 
+uint8_t* MrTable::local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
+                            uint32_t need_access, WcStatus* err, MrRef* ref) const {
+  uint8_t* host = local(pd, lkey, addr, len, need_access, err);
+  if (host == nullptr) return nullptr;
+  const Mr& mr = mrs_[lkey >> 8];
+  ref->stamp_at = &mr.stamp;
+  ref->stamp = mr.stamp;
+  return host;
+}
+
 uint8_t* MrTable::remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
                              uint32_t need_access, MrRef* ref) const {
   uint8_t* host = remote(pd, rkey, va, len, need_access);

@@ -181,6 +181,8 @@ void Engine::apply_attrs(Qp& qp, const QpAttr& a, uint32_t mask) {
   qp.mtu = qp.type == QpType::kUd ? port_max_mtu_ : mtu_bytes(d.path_mtu);
   if ((mask & (kQpAv | kQpDestQpn)) && qp.type != QpType::kUd) {
     make_path(d.ah, qp.qpn, d.dest_qp_num, &qp.path);
+    wire::build_template(qp.path, &qp.path_tmpl);
+    qp.req_tmpl = wire::FrameTemplate{};
   }
 }
 

@@ -43,6 +43,10 @@ struct SendWqe {
   bool signaled = false;
   uint64_t atomic_orig = 0;  // source of the copy of the atomic result into the local SGE
   WcStatus local_err = WcStatus::kSuccess;  // found before sending; completes once it is the oldest
+  // Set when the SGEs are validated (first packet) for a WQE with one SGE: its
+  // host address and the MR check, so that gather needs no lookup per packet.
+  const uint8_t* sge0_host = nullptr;
+  MrRef sge0_ref;
 };
 
 struct SendQueue {
@@ -150,6 +154,8 @@ struct Qp {
   QpAttr attr;               // attributes as last set (qp_state mirrors `state`)
   uint32_t mtu = 1024;       // path MTU in bytes
   wire::PathHeaders path{};  // RC: headers toward the connected peer
+  wire::HeaderTemplate path_tmpl;  // RC: `path` prebuilt (set with it in modify_qp)
+  wire::FrameTemplate req_tmpl;    // RC: headers of the last request frame kind built
 
   SendQueue sq;
   RecvQueue rq;

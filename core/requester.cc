@@ -48,13 +48,19 @@ uint8_t data_opcode(WrOpcode op, uint32_t k, uint32_t n) {
 
 }  // namespace
 
-bool Engine::validate_local_sges(const Qp& qp, const SendWqe& w, WcStatus* err) const {
+bool Engine::validate_local_sges(const Qp& qp, SendWqe& w, WcStatus* err) const {
   if (w.inline_data) return true;
   const uint32_t need = w.rd_atomic ? uint32_t{kAccessLocalWrite} : 0u;
   for (uint32_t i = 0; i < w.wr.num_sge; ++i) {
     const Sge& s = w.wr.sg_list[i];
     if (s.length == 0) continue;
-    if (mrs_.local(qp.pd, s.lkey, s.addr, s.length, need, err) == nullptr) return false;
+    MrRef ref;
+    const uint8_t* host = mrs_.local_ref(qp.pd, s.lkey, s.addr, s.length, need, err, &ref);
+    if (host == nullptr) return false;
+    if (w.wr.num_sge == 1) {
+      w.sge0_host = host;
+      w.sge0_ref = ref;
+    }
   }
   return true;
 }
@@ -65,6 +71,12 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
   if (len == 0) return true;
   if (w.inline_data) {
     std::memcpy(dst, qp.sq.inline_of(sq_index) + offset, len);
+    return true;
+  }
+  // One SGE, checked when the WQE started and unchanged since: segmentation
+  // keeps offset + len within it.
+  if (w.wr.num_sge == 1 && MrTable::still_valid(w.sge0_ref)) {
+    std::memcpy(dst, w.sge0_host + offset, len);  // transmit gather
     return true;
   }
   for (uint32_t i = 0; i < w.wr.num_sge && len > 0; ++i) {
@@ -154,7 +166,13 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
       break;
   }
 
-  wire::FrameWriter fw(buf.data, buf.cap, qp.path, opcode, payload);
+  // A frame of the same kind as the previous one (the MIDDLE packets of a long
+  // message) starts from a copy of its headers.
+  const bool same_kind = qp.req_tmpl.matches(opcode, payload);
+  wire::FrameWriter fw = same_kind ? wire::FrameWriter(buf.data, buf.cap, qp.req_tmpl)
+                                   : wire::FrameWriter(buf.data, buf.cap, qp.path_tmpl, opcode,
+                                                       payload);
+  if (!same_kind) fw.save(&qp.req_tmpl);
   if (!fw.ok()) {
     ++counters_.tx_buffer_too_small;
     return Build::kNoRoom;

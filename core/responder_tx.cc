@@ -25,7 +25,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
     const uint32_t slot = r.queue[r.q_head];
     RdAtomicRes& res = r.res[slot];
     if (res.kind == RdAtomicRes::kAtomic) {
-      wire::FrameWriter fw(buf.data, buf.cap, qp.path, kRcAtomicAcknowledge, 0);
+      wire::FrameWriter fw(buf.data, buf.cap, qp.path_tmpl, kRcAtomicAcknowledge, 0);
       if (!fw.ok()) {
         ++counters_.tx_buffer_too_small;
         return Build::kNoRoom;
@@ -51,7 +51,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
                            : first       ? kRcRdmaReadResponseFirst
                            : last        ? kRcRdmaReadResponseLast
                                          : kRcRdmaReadResponseMiddle;
-    wire::FrameWriter fw(buf.data, buf.cap, qp.path, opcode, n);
+    wire::FrameWriter fw(buf.data, buf.cap, qp.path_tmpl, opcode, n);
     if (!fw.ok()) {
       ++counters_.tx_buffer_too_small;
       return Build::kNoRoom;
@@ -95,7 +95,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
   }
 
   if (!r.nak_pending && !r.ack_pending) return Build::kBlocked;
-  wire::FrameWriter fw(buf.data, buf.cap, qp.path, kRcAcknowledge, 0);
+  wire::FrameWriter fw(buf.data, buf.cap, qp.path_tmpl, kRcAcknowledge, 0);
   if (!fw.ok()) {
     ++counters_.tx_buffer_too_small;
     return Build::kNoRoom;

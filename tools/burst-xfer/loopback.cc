@@ -79,7 +79,7 @@ int run_loopback(const Options& o) {
   uint64_t posted = 0;
   bool timed_out = false;
   core::Wc wc[64];
-  while (req_res.error.empty() && resp_res.error.empty()) {
+  while (req_res.error.empty() && resp_res.error.empty() && !interrupted()) {
     const uint64_t t = now_ns();
     if (t >= hard_stop) {
       timed_out = true;

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   app.add_option("server", o.server, "client mode: the server's address");
   CLI11_PARSE(app, argc, argv);
   if (o.iters == 0 && o.duration_s == 0) o.duration_s = 5;
+  burst::tools::install_signal_handlers();
   try {
     if (o.backend == "loopback") {
       if (!o.server.empty() || !o.netdev.empty()) {

@@ -31,6 +31,7 @@
 #include "daemon/net/neigh.h"
 #include "daemon/net/netdev.h"
 #include "datapath/xdp/xdp_port.h"
+#include "datapath/queue_set.h"
 #include "datapath/xdp/xdp_queue.h"
 #include "tools/burst-xfer/sidechannel.h"
 #include "tools/burst-xfer/xfer.h"
@@ -64,11 +65,14 @@ std::vector<uint32_t> split_u32(const std::string& s) {
   return v;
 }
 
+using Queues = datapath::QueueSet<datapath::XdpQueue>;
+
 struct WorkerCtx {
-  std::unique_ptr<datapath::XdpQueue> queue;
+  std::vector<std::unique_ptr<datapath::XdpQueue>> queues;  // w, w + N, w + 2N, ...
+  std::unique_ptr<Queues> set;
   core::CopyEngine copier;
   std::unique_ptr<core::Engine> engine;
-  std::unique_ptr<core::Worker<datapath::XdpQueue>> worker;
+  std::unique_ptr<core::Worker<Queues>> worker;
   uint32_t cq = 0;
   std::vector<uint32_t> qps;  // global QP indices owned by this worker
   std::vector<std::unique_ptr<QpRequester>> reqs;
@@ -118,22 +122,29 @@ void Node::open_datapath() {
   gids_ = net::build_gid_table(nd_);
   datapath::XdpConfig cfg;
   cfg.netdev = o_.netdev;
-  for (uint32_t q = 0; q < o_.workers; ++q) cfg.queues.push_back(q);
   cfg.xdp_mode = o_.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
                  : o_.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
                                             : datapath::XdpAttachMode::kAuto;
+  // RSS spreads received frames over every queue: all of them get a socket.
+  const uint32_t nq = std::max<uint32_t>(nd_.rx_queues, 1);
+  for (uint32_t q = 0; q < nq; ++q) cfg.queues.push_back(q);
   datapath::XdpError err;
   port_ = datapath::XdpPort::Open(cfg, &err);
   if (!port_) fail(err.message);
   if (port_->queue_count() < o_.workers)
     fail("netdev " + o_.netdev + " has " + std::to_string(port_->queue_count()) +
-         " queues; --workers " + std::to_string(o_.workers) + " needs one each");
+         " queues; --workers " + std::to_string(o_.workers) + " needs at least one each");
   handoff_ = std::make_unique<core::Handoff>(o_.workers, 1024, nd_.mtu + 64);
-  for (uint32_t w = 0; w < o_.workers; ++w) {
-    auto ctx = std::make_unique<WorkerCtx>();
-    ctx->queue = datapath::XdpQueue::Open(*port_, w, &err);
-    if (!ctx->queue) fail(err.message);
-    workers_.push_back(std::move(ctx));
+  for (uint32_t w = 0; w < o_.workers; ++w) workers_.push_back(std::make_unique<WorkerCtx>());
+  for (uint32_t q = 0; q < port_->queue_count(); ++q) {
+    auto queue = datapath::XdpQueue::Open(*port_, q, &err);
+    if (!queue) fail(err.message);
+    workers_[q % o_.workers]->queues.push_back(std::move(queue));
+  }
+  for (auto& w : workers_) {
+    std::vector<datapath::XdpQueue*> v;
+    for (auto& q : w->queues) v.push_back(q.get());
+    w->set = std::make_unique<Queues>(std::move(v));
   }
 }
 
@@ -198,8 +209,7 @@ void Node::create_qps() {
     cfg.qpn_stride = o_.workers;
     cfg.qpn_offset = w;
     c.engine = std::make_unique<core::Engine>(cfg, mrs_, c.copier);
-    c.worker = std::make_unique<core::Worker<datapath::XdpQueue>>(*c.engine, *c.queue,
-                                                                   handoff_.get(), w);
+    c.worker = std::make_unique<core::Worker<Queues>>(*c.engine, *c.set, handoff_.get(), w);
     check(c.engine->create_cq(std::max<uint32_t>(4096, 8 * o_.qps * (o_.depth + 4)), &c.cq),
           "create_cq");
   }
@@ -284,7 +294,7 @@ void Node::worker_loop(WorkerCtx& w) {
   core::Wc wc[64];
   uint32_t idle = 0;
   w.res.latency_ns.reserve(1 << 18);
-  while (!stop_.load(std::memory_order_relaxed)) {
+  while (!stop_.load(std::memory_order_relaxed) && !interrupted()) {
     const uint64_t now = now_ns();
     bool worked = w.worker->poll_once(now);
     int n;
@@ -401,12 +411,14 @@ int Node::run() {
                            {"verify_failures", std::to_string(total.verify_failures)},
                            {"error", err}});
   }
+  if (interrupted() && total.error.empty()) total.error = "interrupted";
   uint64_t handoff = 0;
   for (auto& w : workers_) handoff += w->worker->counters().handoff_out;
   const DropReport drops = drop_report(counters);
   std::string extra = std::string(" role=") + (client_ ? "client" : "server") +
                       " workers=" + std::to_string(o_.workers) + " xdp=" +
-                      port_->attach_mode_name() + (workers_[0]->queue->zero_copy() ? "/zc" : "/copy") +
+                      port_->attach_mode_name() + (workers_[0]->set->zero_copy() ? "/zc" : "/copy") +
+                      " queues=" + std::to_string(port_->queue_count()) +
                       " handoff=" + std::to_string(handoff) + peer_stats;
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -56,11 +57,18 @@ SideChannel SideChannel::accept_one(uint16_t port, int timeout_ms) {
              " (another burst-xfer server running? use --port)",
          err);
   }
-  pollfd p{ls, POLLIN, 0};
-  const int r = poll(&p, 1, timeout_ms);
-  if (r <= 0) {
-    close(ls);
-    fail("side channel: no client connected within " + std::to_string(timeout_ms / 1000) + " s");
+  const uint64_t deadline = now_ns() + static_cast<uint64_t>(timeout_ms) * 1'000'000u;
+  while (true) {
+    if (interrupted()) {
+      close(ls);
+      fail("interrupted");
+    }
+    if (now_ns() >= deadline) {
+      close(ls);
+      fail("side channel: no client connected within " + std::to_string(timeout_ms / 1000) + " s");
+    }
+    pollfd p{ls, POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) break;
   }
   const int fd = accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
   const int err = errno;
@@ -91,7 +99,7 @@ SideChannel SideChannel::connect_to(const std::string& host, uint16_t port, int 
       last_err = errno;
       close(fd);
     }
-    if (now_ns() >= deadline) break;
+    if (now_ns() >= deadline || interrupted()) break;
     usleep(100'000);
   }
   freeaddrinfo(res);
@@ -126,8 +134,9 @@ std::map<std::string, std::string> SideChannel::recv_line(const std::string& key
     if (buffered_.size() > 1 << 20) fail("side channel: line too long");
     const uint64_t t = now_ns();
     if (t >= deadline) fail("side channel: timed out waiting for " + key + " from the peer");
+    if (interrupted()) fail("interrupted");
     pollfd p{fd_, POLLIN, 0};
-    const int r = poll(&p, 1, static_cast<int>((deadline - t) / 1'000'000u) + 1);
+    const int r = poll(&p, 1, std::min<int>(200, static_cast<int>((deadline - t) / 1'000'000u) + 1));
     if (r < 0 && errno != EINTR) fail("side channel: poll", errno);
     if (r <= 0) continue;
     char buf[4096];

@@ -1,6 +1,9 @@
 #include "tools/burst-xfer/xfer.h"
 
+#include <signal.h>
 #include <time.h>
+
+#include <atomic>
 
 #include <algorithm>
 #include <cinttypes>
@@ -27,6 +30,21 @@ bool parse_op(const std::string& s, Op* op) {
     }
   }
   return false;
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+void on_signal(int) { g_interrupted.store(true, std::memory_order_relaxed); }
+}  // namespace
+
+bool interrupted() { return g_interrupted.load(std::memory_order_relaxed); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 }
 
 uint64_t now_ns() {

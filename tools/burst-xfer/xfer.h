@@ -40,6 +40,11 @@ struct Options {
 
 uint64_t now_ns();
 
+// Set by SIGINT / SIGTERM: every loop of burst-xfer checks it and unwinds, so
+// the XDP program is detached and the memory released on the way out.
+bool interrupted();
+void install_signal_handlers();
+
 // Pattern of message `seq` of QP `qp`: cheap to generate and check, and
 // different for every message so that stale bytes are caught.
 void fill_pattern(uint8_t* p, uint64_t n, uint64_t qp, uint64_t seq);
