@@ -11,6 +11,10 @@ PKGS=(
   libisal-dev zlib1g-dev                  # ICRC: ISA-L crc32, cross-checked against zlib
   valgrind                                # instruction counts (callgrind) in bench/
   libcli11-dev                            # command lines of the tools
+  libxdp-dev libbpf-dev                   # AF_XDP datapath, XDP steering program
+  libmnl-dev                              # rtnetlink: addresses, routes, neighbours
+  iproute2 util-linux procps ethtool      # network namespaces and veth pairs in tests
+  iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -20,6 +20,7 @@ int run_loopback(const Options& o) {
   po.mtu = o.mtu == 4096 ? core::Mtu::k4096 : core::Mtu::k1024;
   po.l2_mtu = o.mtu == 4096 ? 9014 : 1514;
   po.real_clock = true;
+  po.window_pkts = o.window;
   po.timeout = 14;
   po.cap.max_send_wr = 2 * o.depth + 4;
   po.cap.max_recv_wr = 2 * o.depth + 4;

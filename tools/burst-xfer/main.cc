@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   app.add_option("--size", o.size, "message size in bytes")->check(CLI::Range(0, 1 << 30));
   app.add_option("--qps", o.qps, "queue pairs")->check(CLI::Range(1, 1024));
   app.add_option("--depth", o.depth, "outstanding messages per QP")->check(CLI::Range(1, 1024));
+  app.add_option("--window", o.window, "unacknowledged packets per QP (default 256)")
+      ->check(CLI::Range(1, 1 << 20));
   auto* it = app.add_option("--iters", o.iters, "messages to transfer in total");
   auto* du = app.add_option("--duration", o.duration_s, "seconds to run")
                  ->check(CLI::Range(0.0, 3600.0));

@@ -208,6 +208,7 @@ void Node::create_qps() {
     cfg.port = lp;
     cfg.qpn_stride = o_.workers;
     cfg.qpn_offset = w;
+    cfg.window_pkts = o_.window;
     c.engine = std::make_unique<core::Engine>(cfg, mrs_, c.copier);
     c.worker = std::make_unique<core::Worker<Queues>>(*c.engine, *c.set, handoff_.get(), w);
     check(c.engine->create_cq(std::max<uint32_t>(4096, 8 * o_.qps * (o_.depth + 4)), &c.cq),
@@ -412,14 +413,25 @@ int Node::run() {
                            {"error", err}});
   }
   if (interrupted() && total.error.empty()) total.error = "interrupted";
-  uint64_t handoff = 0;
-  for (auto& w : workers_) handoff += w->worker->counters().handoff_out;
+  uint64_t handoff = 0, sock_drops = 0, ring_full = 0;
+  for (auto& w : workers_) {
+    handoff += w->worker->counters().handoff_out;
+    for (auto& q : w->queues) {
+      xdp_statistics st{};
+      if (q->KernelStats(&st)) {
+        sock_drops += st.rx_dropped + st.rx_invalid_descs;
+        ring_full += st.rx_ring_full + st.rx_fill_ring_empty_descs;
+      }
+    }
+  }
   const DropReport drops = drop_report(counters);
   std::string extra = std::string(" role=") + (client_ ? "client" : "server") +
                       " workers=" + std::to_string(o_.workers) + " xdp=" +
                       port_->attach_mode_name() + (workers_[0]->set->zero_copy() ? "/zc" : "/copy") +
                       " queues=" + std::to_string(port_->queue_count()) +
-                      " handoff=" + std::to_string(handoff) + peer_stats;
+                      " handoff=" + std::to_string(handoff) +
+                      " xsk_drops=" + std::to_string(sock_drops) +
+                      " xsk_ring_full=" + std::to_string(ring_full) + peer_stats;
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
     std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());

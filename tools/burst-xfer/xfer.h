@@ -25,6 +25,7 @@ struct Options {
   uint64_t size = 65536;
   uint32_t qps = 1;
   uint32_t depth = 16;  // outstanding messages per QP
+  uint32_t window = 256;  // unacknowledged packets per QP (requester window)
   uint64_t iters = 0;
   double duration_s = 0;
   uint32_t mtu = 4096;

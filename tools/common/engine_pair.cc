@@ -40,6 +40,7 @@ EnginePair::EnginePair(const PairOptions& opt) : opt_(opt) {
     cfg.port.gids = {ipv4_gid(static_cast<uint8_t>(i + 1))};
     cfg.port.l2_mtu = opt.l2_mtu;
     cfg.verify_icrc = opt.verify_icrc;
+    if (opt.window_pkts) cfg.window_pkts = opt.window_pkts;
     h.engine = std::make_unique<core::Engine>(cfg, h.mrs, h.copier);
     h.worker = std::make_unique<core::Worker<datapath::LoopbackPort>>(*h.engine, wire_->port(i));
     h.pd = h.mrs.alloc_pd();

@@ -41,7 +41,8 @@ struct PairOptions {
   uint32_t sq_psn[2] = {0x100, 0x200};
   uint64_t tick_ns = 500;  // virtual time per poll iteration
   bool real_clock = false;  // use CLOCK_MONOTONIC instead of virtual time
-  bool verify_icrc = true;  // benchmarks measure the transport with and without it
+  bool verify_icrc = true;
+  uint32_t window_pkts = 0;  // 0: the engine's default  // benchmarks measure the transport with and without it
 };
 
 class EnginePair {
