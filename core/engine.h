@@ -193,10 +193,6 @@ class Engine {
   void dispatch(const wire::PacketView& pv, uint64_t now_ns);
   uint32_t build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_t now_ns, bool* no_room);
   bool qp_tx_ready(const Qp& qp, uint64_t now_ns) const;
-  void count_tx(uint32_t len) {
-    ++counters_.tx_packets;
-    counters_.tx_bytes += len;
-  }
 
   // retransmit.cc.
   void arm_retx(Qp& qp, uint64_t now_ns);

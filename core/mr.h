@@ -63,8 +63,8 @@ class MrTable {
                   uint32_t need_access) const;
 
   // local() / remote() that also fill *ref for still_valid() (unchanged on failure).
-  uint8_t* local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
-                     uint32_t need_access, WcStatus* err, MrRef* ref) const;
+  uint8_t* local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len, uint32_t need_access,
+                     WcStatus* err, MrRef* ref) const;
   uint8_t* remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len, uint32_t need_access,
                       MrRef* ref) const;
   // True while the MR that remote_ref() checked is registered, valid and

@@ -126,7 +126,7 @@ struct RespState {
   uint8_t* write_host = nullptr;  // where the next byte of the WRITE in progress goes
   MrRef write_ref;                // the MR range checked at its first packet
   uint32_t write_left = 0;        // bytes still to come
-  uint32_t write_len = 0;  // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
+  uint32_t write_len = 0;         // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
   // Output.
   bool ack_pending = false;
   bool nak_pending = false;  // NAK (seq, RNR or fatal) waiting for transmission
@@ -151,9 +151,9 @@ struct Qp {
   uint32_t recv_cq = 0;
   QpCap cap;
   bool sq_sig_all = false;
-  QpAttr attr;               // attributes as last set (qp_state mirrors `state`)
-  uint32_t mtu = 1024;       // path MTU in bytes
-  wire::PathHeaders path{};  // RC: headers toward the connected peer
+  QpAttr attr;                     // attributes as last set (qp_state mirrors `state`)
+  uint32_t mtu = 1024;             // path MTU in bytes
+  wire::PathHeaders path{};        // RC: headers toward the connected peer
   wire::HeaderTemplate path_tmpl;  // RC: `path` prebuilt (set with it in modify_qp)
   wire::FrameTemplate req_tmpl;    // RC: headers of the last request frame kind built
 

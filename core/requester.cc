@@ -169,9 +169,9 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
   // A frame of the same kind as the previous one (the MIDDLE packets of a long
   // message) starts from a copy of its headers.
   const bool same_kind = qp.req_tmpl.matches(opcode, payload);
-  wire::FrameWriter fw = same_kind ? wire::FrameWriter(buf.data, buf.cap, qp.req_tmpl)
-                                   : wire::FrameWriter(buf.data, buf.cap, qp.path_tmpl, opcode,
-                                                       payload);
+  wire::FrameWriter fw = same_kind
+                             ? wire::FrameWriter(buf.data, buf.cap, qp.req_tmpl)
+                             : wire::FrameWriter(buf.data, buf.cap, qp.path_tmpl, opcode, payload);
   if (!same_kind) fw.save(&qp.req_tmpl);
   if (!fw.ok()) {
     ++counters_.tx_buffer_too_small;
@@ -249,7 +249,6 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
   }
   fw.set_ipv4_id(ipv4_id_++);
   buf.len = fw.finish();
-  count_tx(buf.len);
 
   // Advance the cursor: a READ request covers all its remaining PSNs.
   Psn end = psn + 1;

@@ -262,8 +262,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     if (left != 0) {
       host = mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref);
       if (host == nullptr) {
-        resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError),
-                   WcStatus::kRemAccessErr);
+        resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
         return;
       }
     }

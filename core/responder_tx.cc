@@ -37,7 +37,6 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
       fw.atomic_ack().set_orig(res.orig);
       fw.set_ipv4_id(ipv4_id_++);
       buf.len = fw.finish();
-      count_tx(buf.len);
       ++counters_.atomic_acks_sent;
       res.queued = false;
       r.q_head = (r.q_head + 1) % kMaxRdAtomic;
@@ -81,7 +80,6 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
     }
     fw.set_ipv4_id(ipv4_id_++);
     buf.len = fw.finish();
-    count_tx(buf.len);
     ++counters_.read_responses_sent;
     res.tx_psn = res.tx_psn + 1;
     res.tx_va += n;
@@ -118,7 +116,6 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
   fw.aeth().set_msn(r.msn);
   fw.set_ipv4_id(ipv4_id_++);
   buf.len = fw.finish();
-  count_tx(buf.len);
   r.nak_pending = false;
   r.ack_pending = false;
   r.fatal = false;

@@ -37,11 +37,10 @@ namespace burst::core {
   RespState& r = qp.resp;
   const wire::Bth& bth = pv.bth();
   const uint32_t len = pv.payload_len;
-  const bool ok = ((kRecvStates >> static_cast<uint32_t>(qp.state)) & 1) != 0 &&
-                  bth.psn() == r.epsn && !r.nak_pending && r.msg == RespState::kWrite &&
-                  len == qp.mtu && len < r.write_left &&
-                  (qp.attr.qp_access_flags & kAccessRemoteWrite) != 0 &&
-                  MrTable::still_valid(r.write_ref);
+  const bool ok =
+      ((kRecvStates >> static_cast<uint32_t>(qp.state)) & 1) != 0 && bth.psn() == r.epsn &&
+      !r.nak_pending && r.msg == RespState::kWrite && len == qp.mtu && len < r.write_left &&
+      (qp.attr.qp_access_flags & kAccessRemoteWrite) != 0 && MrTable::still_valid(r.write_ref);
   if (!ok) return false;
   r.nak_outstanding = false;  // the expected PSN arrived
   copy(r.write_host, pv.payload(), len);
@@ -198,6 +197,11 @@ uint32_t Engine::tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns) {
       if (no_room || qp_tx_ready(qp, now_ns)) tx_schedule(qp);
     }
   }
+  // Counters once per burst (single writer; a reader sees them after the call).
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < out; ++i) bytes += bufs[i].len;
+  counters_.tx_packets += out;
+  counters_.tx_bytes += bytes;
   flush_cqes();
   return out;
 }

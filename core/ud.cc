@@ -121,7 +121,6 @@ Engine::Build Engine::build_ud_send(Qp& qp, datapath::Frame& buf) {
   if (opcode == wire::op::kUdSendOnlyWithImmediate) fw.immdt().set_imm(w.wr.imm_data);
   fw.set_ipv4_id(ipv4_id_++);
   buf.len = fw.finish();
-  count_tx(buf.len);
   ++counters_.ud_sent;
   ++sq.cursor;
   ++sq.assigned;

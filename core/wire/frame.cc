@@ -9,7 +9,6 @@ namespace {
 constexpr uint32_t kEthBytes = sizeof(EthHdr);
 constexpr uint32_t kVlanBytes = sizeof(VlanHdr);
 constexpr uint32_t kUdpBytes = sizeof(UdpHdr);
-constexpr uint32_t kMaxIpLen = 0xFFFF;  // IPv4 total length / IPv6 payload length field
 
 uint32_t l3_offset(const PathHeaders& path) { return kEthBytes + (path.has_vlan ? kVlanBytes : 0); }
 uint32_t ip_header_bytes(const PathHeaders& path) {

@@ -157,7 +157,7 @@ RxDrop parse_frame_general(const uint8_t* frame, uint32_t len, PacketView* out, 
 // checks one by one and names the drop reason. Both accept exactly the same
 // frames and fill *out the same way (tests/unit/wire compares them).
 [[gnu::always_inline]] inline RxDrop parse_frame(const uint8_t* frame, uint32_t len,
-                                                PacketView* out, bool verify_icrc) {
+                                                 PacketView* out, bool verify_icrc) {
   constexpr uint32_t kL3 = sizeof(EthHdr);
   constexpr uint32_t kUdp = kL3 + sizeof(Ipv4Hdr);
   constexpr uint32_t kBth = kUdp + sizeof(UdpHdr);
@@ -177,15 +177,15 @@ RxDrop parse_frame_general(const uint8_t* frame, uint32_t len, PacketView* out, 
   const uint32_t pad = (bth_flags >> 4) & 3;
   // Underflows when l4_len is too short; the check on l4_len catches that.
   const uint32_t payload_and_pad = l4_len - sizeof(UdpHdr) - info.hdr_len - kIcrcBytes;
-  const bool bad =
-      ((eth_ip & 0xFFFFFF00u) != (uint32_t{kEtherTypeIpv4} << 16 | 0x4500u)) |
-      (ip_len > len - kL3) |
-      ((frag_proto & ((uint32_t{kIpv4FlagMf} | kIpv4FragOffsetMask) << 16 | 0xFFu)) !=
-       kIpProtoUdp) |
-      (port_len != (uint32_t{kRoceV2Port} << 16 | (l4_len & 0xFFFFu))) |
-      (ip_len < sizeof(Ipv4Hdr) + sizeof(UdpHdr) + info.hdr_len + kIcrcBytes) |
-      ((bth_flags & 0x0F) != 0) | !info.valid() | (pad > payload_and_pad) |
-      ((payload_and_pad & 3) != 0) | (!(info.flags & kHasPayload) & (payload_and_pad != 0));
+  const bool bad = ((eth_ip & 0xFFFFFF00u) != (uint32_t{kEtherTypeIpv4} << 16 | 0x4500u)) |
+                   (ip_len > len - kL3) |
+                   ((frag_proto & ((uint32_t{kIpv4FlagMf} | kIpv4FragOffsetMask) << 16 | 0xFFu)) !=
+                    kIpProtoUdp) |
+                   (port_len != (uint32_t{kRoceV2Port} << 16 | (l4_len & 0xFFFFu))) |
+                   (ip_len < sizeof(Ipv4Hdr) + sizeof(UdpHdr) + info.hdr_len + kIcrcBytes) |
+                   ((bth_flags & 0x0F) != 0) | !info.valid() | (pad > payload_and_pad) |
+                   ((payload_and_pad & 3) != 0) |
+                   (!(info.flags & kHasPayload) & (payload_and_pad != 0));
   if (bad) return detail::parse_frame_general(frame, len, out, verify_icrc);
   out->frame = frame;
   out->frame_len = len;
@@ -461,9 +461,7 @@ inline void FrameWriter::save(FrameTemplate* tmpl) const {
   tmpl->ipv4_sum = ipv4_sum_;
 }
 
-inline Bth& FrameWriter::bth() {
-  return *reinterpret_cast<Bth*>(ok_ ? buf_ + bth_off_ : scratch_);
-}
+inline Bth& FrameWriter::bth() { return *reinterpret_cast<Bth*>(ok_ ? buf_ + bth_off_ : scratch_); }
 
 inline uint8_t* FrameWriter::ext_ptr(uint8_t off) {
   assert((!ok_ || off != 0) && "the opcode does not carry this extension header");

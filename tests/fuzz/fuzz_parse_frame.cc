@@ -102,8 +102,8 @@ void check_rebuild(const PacketView& v) {
   check(parse_frame(out.data(), n, &r, true) == RxDrop::kNone);
   check(r.opcode == v.opcode && r.payload_len == v.payload_len && r.ipv6 == v.ipv6 &&
         r.has_vlan == v.has_vlan && r.vlan_tci == v.vlan_tci && r.sgid() == v.sgid() &&
-        r.dgid() == v.dgid() && r.smac() == v.smac() && r.dmac() == v.dmac() && r.udp_sport() == v.udp_sport() &&
-        r.ecn == v.ecn);
+        r.dgid() == v.dgid() && r.smac() == v.smac() && r.dmac() == v.dmac() &&
+        r.udp_sport() == v.udp_sport() && r.ecn == v.ecn);
   check(r.bth().psn() == s.psn() && r.bth().dest_qpn() == s.dest_qpn() &&
         r.bth().pad_count() == s.pad_count());
   check(std::memcmp(r.frame + r.bth_off + sizeof(Bth), v.frame + v.bth_off + sizeof(Bth),

@@ -534,7 +534,6 @@ TEST_F(ResponderOneReadTest, WriteWithoutQpRemoteWriteAccess) {
   expect_one_ack(0x61, kEpsn);  // as rxe: the QP does not allow remote writes
 }
 
-
 // ---------------------------------------------------------------------------
 // RDMA WRITE fast path (rx_dispatch.cc): the MR range is checked once at FIRST;
 // a deregistration or invalidation before a later packet must still be caught.
@@ -628,11 +627,10 @@ TEST(WriteFastPathBurst, BurstAndSingleFramesAgree) {
       bring_up_rc(b, qb, 1, kPeerQpn, o);
       key = b.reg(mem);
     }
-    Bytes pkt(uint8_t op, uint32_t k, const Bytes& data, bool ack_req = false,
-              uint8_t from = 1, uint32_t psn_delta = 0) {
+    Bytes pkt(uint8_t op, uint32_t k, const Bytes& data, bool ack_req = false, uint8_t from = 1) {
       const Bytes part(data.begin() + k * kMtu, data.begin() + (k + 1) * kMtu);
       return craft(
-          from, 2, op, qb, kEpsn + k + psn_delta, part,
+          from, 2, op, qb, kEpsn + k, part,
           [&](wire::FrameWriter& fw) {
             if (op == kRcRdmaWriteFirst) {
               fw.reth().set_va(Node::addr(mem));
@@ -647,9 +645,9 @@ TEST(WriteFastPathBurst, BurstAndSingleFramesAgree) {
   // it meets the header prediction.
   auto make = [&](Run& r) {
     auto refresh = [](Bytes& f) {
-      wire::icrc_store(f.data() + f.size() - 4,
-                       wire::icrc_compute(f.data() + 14, static_cast<uint32_t>(f.size() - 18),
-                                          false));
+      wire::icrc_store(
+          f.data() + f.size() - 4,
+          wire::icrc_compute(f.data() + 14, static_cast<uint32_t>(f.size() - 18), false));
     };
     Frames in;
     in.push_back(r.pkt(kRcRdmaWriteFirst, 0, d));
