@@ -353,6 +353,10 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
   res.tx_va = res.va;
   res.tx_left = len;
   r.res_next = (slot + 1) % qp.attr.max_dest_rd_atomic;
+  // The response carries an AETH and acknowledges every earlier request: an
+  // ACK still owed for them would reach the requester after it, out of PSN
+  // order (and be dropped there as stale). The response replaces it.
+  r.ack_pending = false;
   queue_response(qp, slot);
   r.epsn = r.epsn + npkts;
   r.msn = (r.msn + 1) & wire::kPsnMask;
@@ -401,6 +405,10 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
   res.len = 8;
   res.orig = orig;
   r.res_next = (slot + 1) % qp.attr.max_dest_rd_atomic;
+  // The response carries an AETH and acknowledges every earlier request: an
+  // ACK still owed for them would reach the requester after it, out of PSN
+  // order (and be dropped there as stale). The response replaces it.
+  r.ack_pending = false;
   queue_response(qp, slot);
   r.epsn = r.epsn + 1;
   r.msn = (r.msn + 1) & wire::kPsnMask;

@@ -270,6 +270,20 @@ TEST_F(ResponderTest, ResponsesLeaveInPsnOrder) {
   EXPECT_EQ(psn_of(f[2]), kEpsn + 2);
 }
 
+TEST_F(ResponderTest, ReadResponseReplacesAnOwedAck) {
+  // WRITE with AckReq then READ in one burst: the READ response acknowledges
+  // the WRITE (its AETH); no ACK with an older PSN may follow it.
+  deliver(b.eng,
+          Frames{write_req(kRcRdmaWriteOnly, kEpsn, Node::addr(mem), key, 16, pattern(16, 1)),
+                 read_req(kEpsn + 1, Node::addr(mem), 16, key)},
+          0);
+  Frames f = capture(b.eng, 0);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(opcode_of(f[0]), kRcRdmaReadResponseOnly);
+  EXPECT_EQ(psn_of(f[0]), kEpsn + 1);
+  EXPECT_EQ(parse(f[0]).aeth()->msn(), 2u);
+}
+
 TEST_F(ResponderTest, NakInvalidRequestOnOpcodeSequence) {
   post_rwqe(1, 64);
   post_rwqe(2, 64, 64);
