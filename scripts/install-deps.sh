@@ -15,6 +15,7 @@ PKGS=(
   libmnl-dev                              # rtnetlink: addresses, routes, neighbours
   iproute2 util-linux procps ethtool      # network namespaces and veth pairs in tests
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
+  libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -1,0 +1,297 @@
+// Contexts (ibv_open_device / ibv_close_device) and the queries a context
+// answers: device attributes, port attributes. GID, P_Key and GUID queries never
+// reach a provider: libibverbs reads them from sysfs.
+//
+// This increment implements discovery and queries only; every object verb
+// (PD, MR, CQ, QP, SRQ, AH, ...) comes with burstd and returns EOPNOTSUPP here.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/qp.h"
+#include "core/verbs.h"
+#include "provider/burst_device.h"
+#include "provider/provider.h"
+#include "provider/unsupported.h"
+
+namespace burst::provider {
+namespace {
+
+// Device limits: what the transport core supports (core/qp.h, core/verbs.h),
+// and table sizes burstd will enforce.
+constexpr int kMaxQp = 16384;
+constexpr int kMaxCq = 16384;
+constexpr int kMaxCqe = (1 << 16) - 1;
+constexpr int kMaxMr = 65536;
+constexpr int kMaxPd = 16384;
+constexpr int kMaxAh = 65536;
+constexpr int kMaxSrq = 4096;
+constexpr uint64_t kMaxMrSize = uint64_t{1} << 40;  // 1 TiB per registration
+constexpr uint64_t kPageSizeCap = 0xfffff000;       // 4 KiB pages and every larger power of two
+constexpr uint8_t kLocalCaAckDelay = 15;            // IBA encoding: 4.096 us * 2^15 ~ 134 ms
+
+// ibv_port_attr.active_width / active_speed encodings (IBA PortInfo).
+constexpr uint8_t kWidth1x = 1;
+constexpr uint8_t kWidth4x = 2;
+constexpr uint8_t kSpeedSdr = 1;    // 2.5 Gb/s per lane
+constexpr uint8_t kSpeedDdr = 2;    // 5
+constexpr uint8_t kSpeedQdr = 4;    // 10
+constexpr uint8_t kSpeedFdr = 16;   // 14
+constexpr uint8_t kSpeedEdr = 32;   // 25
+constexpr uint8_t kSpeedHdr = 64;   // 50
+constexpr uint8_t kSpeedNdr = 128;  // 100
+constexpr uint8_t kPortPhysStateDisabled = 3;
+constexpr uint8_t kPortPhysStateLinkUp = 5;
+
+struct WidthSpeed {
+  uint8_t width;
+  uint8_t speed;
+};
+
+// An Ethernet link speed as the IBA width x speed pair that comes closest
+// without exceeding it (the way Linux reports RoCE ports). Unknown: 1X SDR.
+WidthSpeed eth_width_speed(uint32_t mbps) {
+  struct Row {
+    uint32_t min_mbps;
+    WidthSpeed ws;
+  };
+  static constexpr Row kRows[] = {
+      {400000, {kWidth4x, kSpeedNdr}}, {200000, {kWidth4x, kSpeedHdr}},
+      {100000, {kWidth4x, kSpeedEdr}}, {56000, {kWidth4x, kSpeedFdr}},
+      {50000, {kWidth1x, kSpeedHdr}},  {40000, {kWidth4x, kSpeedQdr}},
+      {25000, {kWidth1x, kSpeedEdr}},  {20000, {kWidth4x, kSpeedDdr}},
+      {14000, {kWidth1x, kSpeedFdr}},  {10000, {kWidth1x, kSpeedQdr}},
+      {5000, {kWidth1x, kSpeedDdr}},
+  };
+  for (const Row& r : kRows) {
+    if (mbps >= r.min_mbps) return r.ws;
+  }
+  return {kWidth1x, kSpeedSdr};
+}
+
+int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
+                    ibv_device_attr_ex* attr, size_t attr_size) {
+  if (input != nullptr && input->comp_mask != 0) return EINVAL;
+  if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
+  const Device* dev = to_device(ctx->device);
+
+  ibv_device_attr_ex a{};
+  ibv_device_attr& o = a.orig_attr;
+  snprintf(o.fw_ver, sizeof(o.fw_ver), "%s", BURST_FW_VER);
+  o.node_guid = dev->node_guid_be;
+  o.sys_image_guid = dev->sys_image_guid_be;
+  o.max_mr_size = kMaxMrSize;
+  o.page_size_cap = kPageSizeCap;
+  o.vendor_id = BURST_VENDOR_ID;
+  o.vendor_part_id = BURST_VENDOR_PART_ID;
+  o.hw_ver = 0;
+  o.max_qp = kMaxQp;
+  o.max_qp_wr = static_cast<int>(core::kMaxQpWr);
+  o.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+  o.max_sge = static_cast<int>(core::kMaxSge);
+  o.max_sge_rd = static_cast<int>(core::kMaxSge);
+  o.max_cq = kMaxCq;
+  o.max_cqe = kMaxCqe;
+  o.max_mr = kMaxMr;
+  o.max_pd = kMaxPd;
+  o.max_qp_rd_atom = static_cast<int>(core::kMaxRdAtomic);
+  o.max_qp_init_rd_atom = static_cast<int>(core::kMaxRdAtomic);
+  o.max_res_rd_atom = kMaxQp * static_cast<int>(core::kMaxRdAtomic);
+  o.atomic_cap = IBV_ATOMIC_HCA;
+  o.max_ah = kMaxAh;
+  o.max_srq = kMaxSrq;
+  o.max_srq_wr = static_cast<int>(core::kMaxQpWr);
+  o.max_srq_sge = static_cast<int>(core::kMaxSge);
+  o.max_pkeys = BURST_PKEY_TABLE_LEN;
+  o.local_ca_ack_delay = kLocalCaAckDelay;
+  o.phys_port_cnt = 1;
+  a.device_cap_flags_ex = o.device_cap_flags;
+
+  // Copy only what the caller's structure holds (ibv_query_device passes
+  // sizeof(struct ibv_device_attr)); zero what a newer caller has beyond ours.
+  const size_t n = std::min(attr_size, sizeof(a));
+  memcpy(attr, &a, n);
+  if (attr_size > n) memset(reinterpret_cast<char*>(attr) + n, 0, attr_size - n);
+  return 0;
+}
+
+int query_port(ibv_context* ctx, uint8_t port_num, ibv_port_attr* attr) {
+  if (port_num != BURST_PORT_NUM) return EINVAL;
+  const Device* dev = to_device(ctx->device);
+  const NetdevState nd = query_netdev_state(dev->netdev);
+  const uint8_t ib_mtu = burst_ib_mtu_for_netdev(nd.mtu);
+  const bool active = nd.exists && nd.up && nd.running && ib_mtu != 0;
+
+  *attr = ibv_port_attr{};
+  attr->state = active ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+  attr->phys_state = active ? kPortPhysStateLinkUp : kPortPhysStateDisabled;
+  attr->max_mtu = IBV_MTU_4096;
+  attr->active_mtu = ib_mtu != 0 ? static_cast<ibv_mtu>(ib_mtu) : IBV_MTU_256;
+  attr->gid_tbl_len = BURST_GID_TABLE_LEN;
+  attr->port_cap_flags = IBV_PORT_CM_SUP;
+  attr->max_msg_sz = core::kMaxMessageBytes;
+  attr->pkey_tbl_len = BURST_PKEY_TABLE_LEN;
+  attr->max_vl_num = 1;  // VL0 only
+  const WidthSpeed ws = eth_width_speed(nd.speed_mbps);
+  attr->active_width = ws.width;
+  attr->active_speed = ws.speed;
+  attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+  return 0;
+}
+
+// libibverbs calls this after reading an event from async_fd, before handing it
+// to the application: nothing to account for yet.
+void async_event(ibv_context*, ibv_async_event*) {}
+
+void free_context(ibv_context* ibctx) {
+  Context* ctx = to_context(ibctx);
+  if (ctx->async_write_fd >= 0) close(ctx->async_write_fd);
+  verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd (the pipe's read end)
+  free(ctx);
+}
+
+// Unimplemented verbs whose return value is not an errno.
+int poll_cq_unsupported(ibv_cq*, int, ibv_wc*) {
+  debug_log("burst: ibv verb 'poll_cq' is not implemented yet");
+  return -EOPNOTSUPP;  // ibv_poll_cq: negative on failure
+}
+int query_qp_data_in_order_unsupported(ibv_qp*, ibv_wr_opcode, uint32_t) {
+  return 0;  // no in-order guarantee claimed
+}
+// Posting verbs report the first work request they did not take.
+int post_send_unsupported(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  debug_log("burst: ibv verb 'post_send' is not implemented yet (EOPNOTSUPP)");
+  *bad_wr = wr;
+  return EOPNOTSUPP;
+}
+int post_recv_unsupported(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  debug_log("burst: ibv verb 'post_recv' is not implemented yet (EOPNOTSUPP)");
+  *bad_wr = wr;
+  return EOPNOTSUPP;
+}
+int post_srq_recv_unsupported(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  debug_log("burst: ibv verb 'post_srq_recv' is not implemented yet (EOPNOTSUPP)");
+  *bad_wr = wr;
+  return EOPNOTSUPP;
+}
+
+// Every slot is set, so no libibverbs dummy is ever reached and the designated
+// initialisers (which C++ requires in declaration order) double as a check of
+// the order declared in burst_verbs_abi.h.
+const verbs_context_ops kContextOps = {
+    .advise_mr = BURST_UNSUPPORTED(advise_mr),
+    .alloc_dm = BURST_UNSUPPORTED(alloc_dm),
+    .alloc_mw = BURST_UNSUPPORTED(alloc_mw),
+    .alloc_null_mr = BURST_UNSUPPORTED(alloc_null_mr),
+    .alloc_parent_domain = BURST_UNSUPPORTED(alloc_parent_domain),
+    .alloc_pd = BURST_UNSUPPORTED(alloc_pd),
+    .alloc_td = BURST_UNSUPPORTED(alloc_td),
+    .async_event = async_event,
+    .attach_counters_point_flow = BURST_UNSUPPORTED(attach_counters_point_flow),
+    .attach_mcast = BURST_UNSUPPORTED(attach_mcast),
+    .bind_mw = BURST_UNSUPPORTED(bind_mw),
+    .close_xrcd = BURST_UNSUPPORTED(close_xrcd),
+    .cq_event = BURST_UNSUPPORTED(cq_event),
+    .create_ah = BURST_UNSUPPORTED(create_ah),
+    .create_counters = BURST_UNSUPPORTED(create_counters),
+    .create_cq = BURST_UNSUPPORTED(create_cq),
+    .create_cq_ex = BURST_UNSUPPORTED(create_cq_ex),
+    .create_flow = BURST_UNSUPPORTED(create_flow),
+    .create_flow_action_esp = BURST_UNSUPPORTED(create_flow_action_esp),
+    .create_qp = BURST_UNSUPPORTED(create_qp),
+    .create_qp_ex = BURST_UNSUPPORTED(create_qp_ex),
+    .create_rwq_ind_table = BURST_UNSUPPORTED(create_rwq_ind_table),
+    .create_srq = BURST_UNSUPPORTED(create_srq),
+    .create_srq_ex = BURST_UNSUPPORTED(create_srq_ex),
+    .create_wq = BURST_UNSUPPORTED(create_wq),
+    .dealloc_mw = BURST_UNSUPPORTED(dealloc_mw),
+    .dealloc_pd = BURST_UNSUPPORTED(dealloc_pd),
+    .dealloc_td = BURST_UNSUPPORTED(dealloc_td),
+    .dereg_mr = BURST_UNSUPPORTED(dereg_mr),
+    .destroy_ah = BURST_UNSUPPORTED(destroy_ah),
+    .destroy_counters = BURST_UNSUPPORTED(destroy_counters),
+    .destroy_cq = BURST_UNSUPPORTED(destroy_cq),
+    .destroy_flow = BURST_UNSUPPORTED(destroy_flow),
+    .destroy_flow_action = BURST_UNSUPPORTED(destroy_flow_action),
+    .destroy_qp = BURST_UNSUPPORTED(destroy_qp),
+    .destroy_rwq_ind_table = BURST_UNSUPPORTED(destroy_rwq_ind_table),
+    .destroy_srq = BURST_UNSUPPORTED(destroy_srq),
+    .destroy_wq = BURST_UNSUPPORTED(destroy_wq),
+    .detach_mcast = BURST_UNSUPPORTED(detach_mcast),
+    .free_context = free_context,
+    .free_dm = BURST_UNSUPPORTED(free_dm),
+    .get_srq_num = BURST_UNSUPPORTED(get_srq_num),
+    .import_dm = BURST_UNSUPPORTED(import_dm),
+    .import_mr = BURST_UNSUPPORTED(import_mr),
+    .import_pd = BURST_UNSUPPORTED(import_pd),
+    .modify_cq = BURST_UNSUPPORTED(modify_cq),
+    .modify_flow_action_esp = BURST_UNSUPPORTED(modify_flow_action_esp),
+    .modify_qp = BURST_UNSUPPORTED(modify_qp),
+    .modify_qp_rate_limit = BURST_UNSUPPORTED(modify_qp_rate_limit),
+    .modify_srq = BURST_UNSUPPORTED(modify_srq),
+    .modify_wq = BURST_UNSUPPORTED(modify_wq),
+    .open_qp = BURST_UNSUPPORTED(open_qp),
+    .open_xrcd = BURST_UNSUPPORTED(open_xrcd),
+    .poll_cq = poll_cq_unsupported,
+    .post_recv = post_recv_unsupported,
+    .post_send = post_send_unsupported,
+    .post_srq_ops = BURST_UNSUPPORTED(post_srq_ops),
+    .post_srq_recv = post_srq_recv_unsupported,
+    .query_device_ex = query_device_ex,
+    .query_ece = BURST_UNSUPPORTED(query_ece),
+    .query_port = query_port,
+    .query_qp = BURST_UNSUPPORTED(query_qp),
+    .query_qp_data_in_order = query_qp_data_in_order_unsupported,
+    .query_rt_values = BURST_UNSUPPORTED(query_rt_values),
+    .query_srq = BURST_UNSUPPORTED(query_srq),
+    .read_counters = BURST_UNSUPPORTED(read_counters),
+    .reg_dm_mr = BURST_UNSUPPORTED(reg_dm_mr),
+    .reg_dmabuf_mr = BURST_UNSUPPORTED(reg_dmabuf_mr),
+    .reg_mr = BURST_UNSUPPORTED(reg_mr),
+    .req_notify_cq = BURST_UNSUPPORTED(req_notify_cq),
+    .rereg_mr = BURST_UNSUPPORTED(rereg_mr),
+    .resize_cq = BURST_UNSUPPORTED(resize_cq),
+    .set_ece = BURST_UNSUPPORTED(set_ece),
+    .unimport_dm = BURST_UNSUPPORTED(unimport_dm),
+    .unimport_mr = BURST_UNSUPPORTED(unimport_mr),
+    .unimport_pd = BURST_UNSUPPORTED(unimport_pd),
+};
+
+}  // namespace
+
+verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_data*/) {
+  // Takes cmd_fd (the uverbs node, /dev/full): closed on failure here, by
+  // verbs_uninit_context otherwise.
+  auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
+      device, cmd_fd, sizeof(Context), reinterpret_cast<verbs_context*>(offsetof(Context, vctx)),
+      /*driver_id=*/0));
+  if (ctx == nullptr) return nullptr;
+  ctx->async_write_fd = -1;
+
+  // The async-event channel is ours: with no kernel behind cmd_fd, libibverbs
+  // would otherwise ask the kernel for one (and fail).
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    int saved = errno;
+    verbs_uninit_context(&ctx->vctx);
+    free(ctx);
+    errno = saved;
+    return nullptr;
+  }
+  // The writer (burstd's event relay, later) must never block on a slow reader.
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  ctx->vctx.context.async_fd = fds[0];
+  ctx->async_write_fd = fds[1];
+  ctx->vctx.context.num_comp_vectors = 1;
+
+  verbs_set_ops(&ctx->vctx, &kContextOps);
+  debug_log("burst: context opened on %s", device->name);
+  return &ctx->vctx;
+}
+
+}  // namespace burst::provider

@@ -1,0 +1,152 @@
+#!/bin/bash
+# The burst verbs provider seen by unmodified rdma-core tools, on a kernel
+# without RDMA support: in a private network namespace with a veth pair
+# (v0: 10.44.0.1/24, fd44::1/64), `burstctl run --netdev v0 -- CMD` must make
+#   - ibv_devices list burst0;
+#   - ibv_devinfo -v show port 1 PORT_ACTIVE, link layer Ethernet, active_mtu
+#     following the netdev MTU (1500 -> 1024, 9000 -> 4096), and the RoCE GID
+#     table: GID[0] fe80::EUI-64, GID[1] ::ffff:10.44.0.1, then fd44::1, all RoCE v2;
+#   - ibv_devinfo -d burst0 -i 1 exit 0; the port go DOWN when the link does;
+#   - ibv_rc_pingpong -d burst0 -g 1 fail cleanly: "Couldn't allocate PD",
+#     exit 1, no crash (PD/CQ/QP come with burstd);
+#   - the verbs probe (legacy query path, async fd, GID table, EOPNOTSUPP) pass;
+# and burstctl itself remove its private tree and pass on the exit status.
+# Usage: provider_test.sh BURSTCTL VERBS_PROBE
+# Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
+set -uo pipefail
+
+BURSTCTL=${1:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
+PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+log() { echo "--- $*"; }
+
+[[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth, /dev/infiniband node)"
+for c in ip nsenter timeout; do
+  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
+done
+for c in ibv_devices ibv_devinfo ibv_rc_pingpong; do
+  command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
+done
+ldconfig -p | grep -q 'libibverbs\.so\.1 ' || skip "libibverbs missing (apt-get install libibverbs1)"
+[[ -d /sys/class/infiniband ]] &&
+  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+[[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
+[[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
+
+NS=burst-provider-$$
+TMP=$(mktemp -d /tmp/burst-provider-test.XXXXXX)
+cleanup() {
+  ip netns del "$NS" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "interrupted"; exit 1' INT TERM
+
+inns() { nsenter --net=/run/netns/"$NS" "$@"; }
+# Sanitizer builds: the instrumented provider needs the ASan runtime preloaded
+# into the uninstrumented tools (set by CMake as BURST_TEST_PRELOAD).
+CMD_ENV=()
+if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
+  CMD_ENV=(env "LD_PRELOAD=$BURST_TEST_PRELOAD" "ASAN_OPTIONS=detect_leaks=0")
+fi
+# Every burstctl run gets a private TMPDIR, so a leaked tree would show.
+brun() { inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 -- "${CMD_ENV[@]}" "$@"; }
+mkdir -p "$TMP/tmpdir"
+
+ip netns add "$NS" || fail "cannot create network namespace"
+ip link add v0 netns "$NS" type veth peer name v1 netns "$NS" || fail "cannot create veth pair"
+inns ip link set lo up
+inns ip addr add 10.44.0.1/24 dev v0
+inns ip addr add fd44::1/64 dev v0 nodad
+inns ip link set v0 up
+inns ip link set v1 up
+for _ in $(seq 50); do
+  [[ $(inns cat /sys/class/net/v0/operstate 2>/dev/null) == up ]] && break
+  inns ip link show v0 | grep -q 'LOWER_UP' && break
+  sleep 0.1
+done
+
+# check NAME FILE REGEX: FILE must contain a line matching REGEX (grep -E).
+check() {
+  grep -Eq -- "$3" "$2" || { echo "=== $2"; cat "$2"; fail "$1: no line matching '$3'"; }
+}
+
+log "ibv_devices"
+brun ibv_devices >"$TMP/devices" 2>&1 || { cat "$TMP/devices"; fail "ibv_devices exited $?"; }
+cat "$TMP/devices"
+check "ibv_devices" "$TMP/devices" '^[[:space:]]+burst0[[:space:]]+[0-9a-f]{16}$'
+
+log "ibv_devinfo -v"
+brun ibv_devinfo -v >"$TMP/devinfo" 2>&1 || { cat "$TMP/devinfo"; fail "ibv_devinfo -v failed"; }
+cat "$TMP/devinfo"
+check "devinfo" "$TMP/devinfo" $'^hca_id:\tburst0$'
+check "devinfo" "$TMP/devinfo" 'fw_ver:[[:space:]]+burst 0\.1$'
+check "devinfo" "$TMP/devinfo" 'atomic_cap:[[:space:]]+ATOMIC_HCA \(1\)'
+check "devinfo" "$TMP/devinfo" 'num_comp_vectors:[[:space:]]+1$'
+check "devinfo" "$TMP/devinfo" 'state:[[:space:]]+PORT_ACTIVE \(4\)'
+check "devinfo" "$TMP/devinfo" 'max_mtu:[[:space:]]+4096 \(5\)'
+check "devinfo" "$TMP/devinfo" 'active_mtu:[[:space:]]+1024 \(3\)'
+check "devinfo" "$TMP/devinfo" 'link_layer:[[:space:]]+Ethernet'
+check "devinfo" "$TMP/devinfo" 'gid_tbl_len:[[:space:]]+256'
+check "devinfo" "$TMP/devinfo" 'GID\[  0\]:[[:space:]]+fe80::[0-9a-f:]+, RoCE v2'
+check "devinfo" "$TMP/devinfo" 'GID\[  1\]:[[:space:]]+::ffff:10\.44\.0\.1, RoCE v2'
+check "devinfo" "$TMP/devinfo" 'GID\[ +[0-9]+\]:[[:space:]]+fd44::1, RoCE v2'
+# GID[0] is the modified EUI-64 of v0's MAC, the netdev's own link-local address.
+mac=$(inns cat /sys/class/net/v0/address 2>/dev/null || inns ip -o link show v0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+IFS=: read -r m0 m1 m2 m3 m4 m5 <<<"$mac"
+eui=$(printf '%x%02x:%xff:fe%02x:%x%02x' $((0x$m0 ^ 2)) $((0x$m1)) $((0x$m2)) $((0x$m3)) $((0x$m4)) $((0x$m5)))
+grep -Eq "GID\[  0\]:[[:space:]]+fe80::$eui, RoCE v2" "$TMP/devinfo" ||
+  fail "GID[0] is not fe80::$eui (MAC $mac)"
+
+log "ibv_devinfo -d burst0 -i 1"
+brun ibv_devinfo -d burst0 -i 1 >"$TMP/port" 2>&1 || { cat "$TMP/port"; fail "ibv_devinfo -d burst0 -i 1 exited non-zero"; }
+check "devinfo -i 1" "$TMP/port" 'port:[[:space:]]+1$'
+
+log "active_mtu follows the netdev MTU (9000 -> 4096)"
+inns ip link set v0 mtu 9000
+inns ip link set v1 mtu 9000
+brun ibv_devinfo -d burst0 -i 1 >"$TMP/port9k" 2>&1 || fail "ibv_devinfo at MTU 9000 failed"
+check "devinfo mtu 9000" "$TMP/port9k" 'active_mtu:[[:space:]]+4096 \(5\)'
+inns ip link set v0 mtu 1500
+inns ip link set v1 mtu 1500
+
+log "port goes DOWN with the link"
+inns ip link set v1 down
+sleep 0.2
+brun ibv_devinfo -d burst0 -i 1 >"$TMP/portdown" 2>&1 || fail "ibv_devinfo with the link down failed"
+check "devinfo link down" "$TMP/portdown" 'state:[[:space:]]+PORT_DOWN \(1\)'
+inns ip link set v1 up
+sleep 0.2
+
+log "ibv_rc_pingpong -d burst0 -g 1 fails cleanly (no PD before burstd)"
+brun ibv_rc_pingpong -d burst0 -g 1 >"$TMP/pingpong" 2>&1
+rc=$?
+cat "$TMP/pingpong"
+[[ $rc -ne 0 && $rc -lt 124 ]] || fail "ibv_rc_pingpong: exit $rc (expected a clean failure, not success, timeout or signal)"
+check "ibv_rc_pingpong" "$TMP/pingpong" "Couldn't allocate PD"
+
+log "verbs probe"
+brun env BURST_PROBE_NETDEV=v0 "$PROBE" >"$TMP/probe" 2>&1
+rc=$?
+cat "$TMP/probe"
+[[ $rc -eq 0 ]] || fail "verbs probe failed ($rc)"
+grep -q 'SKIPPED' "$TMP/probe" && fail "verbs probe did not see burst0"
+
+log "burstctl: private tree removed, --root kept, exit status passed on"
+[[ -z $(ls -A "$TMP/tmpdir") ]] || fail "private sysfs tree left behind: $(ls -A "$TMP/tmpdir")"
+inns "$BURSTCTL" run --netdev v0 --root "$TMP/root" -- true || fail "burstctl --root failed"
+[[ $(cat "$TMP/root/class/infiniband/burst0/ports/1/gid_attrs/ndevs/0") == v0 ]] ||
+  fail "--root tree missing or wrong"
+brun false
+[[ $? -eq 1 ]] || fail "exit status of the command not passed on"
+brun sh -c 'kill -TERM $$'
+[[ $? -eq 143 ]] || fail "death by signal not reported as 128+N"
+brun /nonexistent/command 2>/dev/null
+[[ $? -eq 127 ]] || fail "missing command not reported as 127"
+inns "$BURSTCTL" run --netdev nosuchdev -- true 2>"$TMP/nodev"
+[[ $? -eq 125 ]] || fail "unknown netdev not reported as a setup failure (125)"
+check "unknown netdev" "$TMP/nodev" "nosuchdev"
+
+echo "PASS"

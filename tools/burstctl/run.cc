@@ -1,0 +1,271 @@
+#include "tools/burstctl/run.h"
+
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <net/if_arp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "daemon/net/netdev.h"
+#include "provider/burst_device.h"
+#include "tools/burstctl/sysfs_tree.h"
+
+namespace burst::tools {
+namespace {
+
+using net::Status;
+
+constexpr char kProviderSuffix[] = "-rdmav34.so";  // appended by libibverbs
+constexpr int kMaxUverbsNodes = 64;
+
+void err(const std::string& msg) { fprintf(stderr, "burstctl run: %s\n", msg.c_str()); }
+
+// The only Ethernet netdev that is up (loopback aside).
+Status default_netdev(std::string* out) {
+  struct if_nameindex* list = if_nameindex();
+  if (list == nullptr) return Status::Error(errno, net::errno_message("if_nameindex", errno));
+  std::vector<std::string> up;
+  for (struct if_nameindex* i = list; i->if_index != 0; ++i) {
+    net::NetdevInfo nd;
+    if (!net::query_netdev(i->if_index, &nd).ok()) continue;
+    if (nd.link_type == ARPHRD_ETHER && (nd.flags & IFF_UP) && !(nd.flags & IFF_LOOPBACK)) {
+      up.push_back(nd.name);
+    }
+  }
+  if_freenameindex(list);
+  if (up.size() == 1) {
+    *out = up[0];
+    return Status::Ok();
+  }
+  if (up.empty()) {
+    return Status::Error(ENODEV,
+                         "no Ethernet interface is up in this network namespace; "
+                         "name one with --netdev");
+  }
+  std::string names;
+  for (const std::string& n : up) names += (names.empty() ? "" : ", ") + n;
+  return Status::Error(
+      EINVAL, "several Ethernet interfaces are up (" + names + "): name one with --netdev");
+}
+
+// Finds or creates /dev/infiniband/uverbsN as the burst character device.
+Status ensure_uverbs_node(std::string* uverbs) {
+  const dev_t want = makedev(BURST_UVERBS_CDEV_MAJOR, BURST_UVERBS_CDEV_MINOR);
+  const std::string dir = BURST_CDEV_DIR;
+  for (int n = 0; n < kMaxUverbsNodes; ++n) {
+    const std::string name = "uverbs" + std::to_string(n);
+    const std::string path = dir + "/" + name;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      struct stat st;
+      if (stat(path.c_str(), &st) == 0) {
+        if (!S_ISCHR(st.st_mode) || st.st_rdev != want) break;  // someone else's: next N
+        if (access(path.c_str(), R_OK | W_OK) != 0) {
+          return Status::Error(errno, path +
+                                          " exists but this user cannot open it read-write "
+                                          "(make it mode 0666, as /dev/full is)");
+        }
+        *uverbs = name;
+        return Status::Ok();
+      }
+      if (errno != ENOENT) return Status::Error(errno, net::errno_message("stat " + path, errno));
+      if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::Error(errno, net::errno_message("mkdir " + dir, errno));
+      }
+      if (mknod(path.c_str(), S_IFCHR | 0666, want) == 0) {
+        chmod(path.c_str(), 0666);  // not subject to the umask
+        fprintf(stderr, "burstctl run: created %s (character device %d:%d, as /dev/full)\n",
+                path.c_str(), BURST_UVERBS_CDEV_MAJOR, BURST_UVERBS_CDEV_MINOR);
+        *uverbs = name;
+        return Status::Ok();
+      }
+      if (errno != EEXIST) {  // EEXIST: created concurrently, look again
+        return Status::Error(errno, net::errno_message("cannot create " + path +
+                                                           " (character device 1:7, as "
+                                                           "/dev/full; libibverbs lists a device "
+                                                           "only when its node exists; run "
+                                                           "burstctl once as root)",
+                                                       errno));
+      }
+    }
+  }
+  return Status::Error(EEXIST, "no free /dev/infiniband/uverbsN name (N < 64)");
+}
+
+// The provider path libibverbs gets in RDMAV_DRIVERS: absolute, without the suffix.
+Status resolve_provider(const std::string& given, std::string* out) {
+  std::string p = given;
+  if (p.empty()) {
+    const char* env = getenv("BURST_PROVIDER");
+    p = env != nullptr ? env : BURST_PROVIDER_DEFAULT;
+  }
+  const size_t sl = sizeof(kProviderSuffix) - 1;
+  if (p.size() > sl && p.compare(p.size() - sl, sl, kProviderSuffix) == 0) p.resize(p.size() - sl);
+  const std::string file = p + kProviderSuffix;
+  char abs[PATH_MAX];
+  if (realpath(file.c_str(), abs) == nullptr) {
+    return Status::Error(errno, net::errno_message("provider " + file, errno));
+  }
+  std::string a = abs;
+  *out = a.substr(0, a.size() - sl);
+  return Status::Ok();
+}
+
+// On a kernel with ib_core, libibverbs lists devices over netlink and never
+// reads SYSFS_PATH: the device would be invisible.
+void warn_if_kernel_rdma() {
+  int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_RDMA);
+  if (fd < 0) return;
+  close(fd);
+  err("warning: this kernel has RDMA support (NETLINK_RDMA answers); libibverbs will list "
+      "its devices over netlink and ignore SYSFS_PATH, so burst0 is not visible this way");
+}
+
+volatile sig_atomic_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// Runs the command with the environment set; returns its exit status.
+int spawn_and_wait(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    err(net::errno_message("fork", errno));
+    return kExitSetupFailed;
+  }
+  if (pid == 0) {
+    execvp(argv[0], argv.data());
+    const int e = errno;
+    fprintf(stderr, "burstctl run: %s: %s\n", argv[0], strerror(e));
+    _exit(e == ENOENT ? kExitNotFound : kExitCannotExecute);
+  }
+  g_child = pid;
+  // Like system(): the terminal's SIGINT/SIGQUIT reach the command directly;
+  // SIGTERM/SIGHUP sent to burstctl are passed on, so the tree is still removed.
+  struct sigaction ign = {};
+  struct sigaction fwd = {};
+  struct sigaction old_int, old_quit, old_term, old_hup;
+  ign.sa_handler = SIG_IGN;
+  fwd.sa_handler = forward_signal;
+  sigaction(SIGINT, &ign, &old_int);
+  sigaction(SIGQUIT, &ign, &old_quit);
+  sigaction(SIGTERM, &fwd, &old_term);
+  sigaction(SIGHUP, &fwd, &old_hup);
+
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid, &status, 0);
+  } while (r < 0 && errno == EINTR);
+
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  g_child = 0;
+  if (r < 0) {
+    err(net::errno_message("waitpid", errno));
+    return kExitSetupFailed;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitSetupFailed;
+}
+
+void prepend_env(const char* var, const std::string& value) {
+  const char* old = getenv(var);
+  const std::string v = old != nullptr && old[0] != '\0' ? value + ":" + old : value;
+  setenv(var, v.c_str(), 1);
+}
+
+}  // namespace
+
+int run_command(const RunOptions& o) {
+  if (o.command.empty()) {
+    err("no command given (burstctl run [options] -- COMMAND [ARGS...])");
+    return kExitSetupFailed;
+  }
+  std::string provider;
+  if (Status s = resolve_provider(o.provider, &provider); !s.ok()) {
+    err(s.message() + " (build the burst_provider target, or point --provider at it)");
+    return kExitSetupFailed;
+  }
+  std::string ifname = o.netdev;
+  if (ifname.empty()) {
+    if (Status s = default_netdev(&ifname); !s.ok()) {
+      err(s.message());
+      return kExitSetupFailed;
+    }
+  }
+  net::NetdevInfo nd;
+  if (Status s = net::query_netdev(ifname, &nd); !s.ok()) {
+    err(s.message());
+    return kExitSetupFailed;
+  }
+  if (nd.link_type != ARPHRD_ETHER) {
+    err("netdev '" + ifname + "' is not an Ethernet interface (ARPHRD " +
+        std::to_string(nd.link_type) + "): RoCE needs Ethernet");
+    return kExitSetupFailed;
+  }
+  warn_if_kernel_rdma();
+
+  std::string uverbs;
+  if (Status s = ensure_uverbs_node(&uverbs); !s.ok()) {
+    err(s.message());
+    return kExitSetupFailed;
+  }
+
+  std::string root = o.root;
+  const bool private_root = root.empty();
+  if (private_root) {
+    const char* tmp = getenv("TMPDIR");
+    std::string templ =
+        std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/burst-sysfs.XXXXXX";
+    if (mkdtemp(templ.data()) == nullptr) {
+      err(net::errno_message("mkdtemp " + templ, errno));
+      return kExitSetupFailed;
+    }
+    chmod(templ.c_str(), 0755);  // readable by a command that drops privileges
+    root = templ;
+  } else if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+    err(net::errno_message("mkdir " + root, errno));
+    return kExitSetupFailed;
+  }
+  char abs_root[PATH_MAX];
+  if (realpath(root.c_str(), abs_root) == nullptr) {
+    err(net::errno_message("realpath " + root, errno));
+    return kExitSetupFailed;
+  }
+  root = abs_root;
+
+  int rc = kExitSetupFailed;
+  const SysfsDevice dev = describe_device(nd, BURST_IBDEV_PREFIX "0", uverbs);
+  if (Status s = write_sysfs_tree(root, dev); !s.ok()) {
+    err(s.message());
+  } else {
+    setenv("SYSFS_PATH", root.c_str(), 1);
+    prepend_env("RDMAV_DRIVERS", provider);
+    rc = spawn_and_wait(o.command);
+  }
+  if (private_root) {
+    if (Status s = remove_tree(root); !s.ok()) err("cleanup: " + s.message());
+  }
+  return rc;
+}
+
+}  // namespace burst::tools

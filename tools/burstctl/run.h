@@ -1,0 +1,38 @@
+// burstctl run: makes a burst device visible to an unmodified verbs application
+// on a kernel without RDMA support, then runs the application.
+//
+//   1. describes the netdev's port in a burst-owned sysfs tree (a private
+//      temporary directory, removed when the command exits, or --root DIR,
+//      kept), with the GID table a RoCE device on that netdev would have;
+//   2. makes sure /dev/infiniband/uverbsN exists as a character device 1:7
+//      (/dev/full): libibverbs only lists a device whose node exists there
+//      (the directory is fixed in libibverbs), and opens it. An existing 1:7
+//      node is reused; a node that is anything else is never replaced (the
+//      next N is used). A node burstctl creates is left in place: it is as
+//      harmless as /dev/full and other runs may be using it;
+//   3. runs COMMAND with SYSFS_PATH=<tree> and RDMAV_DRIVERS=<provider> (the
+//      provider's absolute path without "-rdmav34.so"), and exits with its
+//      status (128 + N when it dies of signal N).
+// Exit status of burstctl's own failures: 125 (setup), 126 (COMMAND not
+// executable), 127 (COMMAND not found), as env(1) does.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace burst::tools {
+
+struct RunOptions {
+  std::string netdev;    // empty: the only Ethernet interface that is up
+  std::string root;      // empty: a private temporary directory
+  std::string provider;  // empty: $BURST_PROVIDER, else the provider of this build
+  std::vector<std::string> command;
+};
+
+inline constexpr int kExitSetupFailed = 125;
+inline constexpr int kExitCannotExecute = 126;
+inline constexpr int kExitNotFound = 127;
+
+int run_command(const RunOptions& o);
+
+}  // namespace burst::tools
