@@ -16,55 +16,16 @@ set -uo pipefail
 XSK=${1:?usage: xdp_veth_test.sh XSK_RAW FOREIGN_XDP_OBJECT}
 FOREIGN=${2:?usage: xdp_veth_test.sh XSK_RAW FOREIGN_XDP_OBJECT}
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-log() { echo "--- $*"; }
+. "$(dirname "$0")/lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, XDP, AF_XDP)"
-for c in ip nsenter timeout ping nc cmp; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux iputils-ping netcat-openbsd)"
-done
+netns_require_root "network namespaces, XDP, AF_XDP"
+netns_require_tools "iproute2 util-linux iputils-ping netcat-openbsd" ip nsenter timeout ping nc cmp
 [[ -x $XSK ]] || fail "xsk-raw not found at $XSK"
 [[ -f $FOREIGN ]] || fail "foreign XDP object not found at $FOREIGN"
 probe=$("$XSK" --mode probe 2>&1)
 rc=$?
 [[ $rc -eq 77 ]] && skip "$probe"
 [[ $rc -eq 0 ]] || fail "xsk-raw --mode probe: $probe"
-
-NA=burst-xdp-$$-a
-NB=burst-xdp-$$-b
-TMP=$(mktemp -d /tmp/burst-xdp-test.XXXXXX)
-BG_PIDS=()
-
-cleanup() {
-  local p
-  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  # Deleting the namespaces deletes the veth pair and every XDP program on it.
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inA() { nsenter --net=/run/netns/"$NA" "$@"; }
-inB() { nsenter --net=/run/netns/"$NB" "$@"; }
-
-# field FILE LINE_PATTERN NAME: value of NAME=... on the first line matching the pattern.
-field() {
-  grep -m1 -- "$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
-}
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-  local i
-  for ((i = 0; i < $3 * 10; i++)); do
-    grep -q -- "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 
 # start_rx NAME ARGS...: xsk-raw rx in namespace B in the background (bounded by
 # --duration 60; stopped early with SIGTERM by stop_rx). Sets RX_PID.
@@ -103,9 +64,8 @@ tx() {
 
 xdp_attached() { ip -n "$NB" link show dev vb | grep -q "prog/xdp"; }
 
+netns_pair burst-xdp
 log "setup: namespaces $NA / $NB, veth va <-> vb with 4 queues"
-ip netns add "$NA" || fail "ip netns add"
-ip netns add "$NB" || fail "ip netns add"
 ip -n "$NA" link add va numtxqueues 4 numrxqueues 4 type veth \
   peer name vb numtxqueues 4 numrxqueues 4 netns "$NB" || fail "veth create"
 ip -n "$NA" addr add 10.77.0.1/24 dev va

@@ -19,34 +19,13 @@ set -uo pipefail
 
 PROBE=${1:?usage: net_test.sh NET_PROBE}
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-log() { echo "--- $*"; }
+. "$(dirname "$0")/../lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces)"
-for c in ip nsenter timeout setpriv sysctl; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux procps)"
-done
+netns_require_root "network namespaces"
+netns_require_tools "iproute2 util-linux procps" ip nsenter timeout setpriv sysctl
 [[ -x $PROBE ]] || fail "net_probe not found at $PROBE"
+netns_pair burst-net
 
-NA=burst-net-$$-a
-NB=burst-net-$$-b
-TMP=$(mktemp -d /tmp/burst-net-test.XXXXXX)
-BG_PIDS=()
-
-cleanup() {
-  local p
-  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inA() { nsenter --net=/run/netns/"$NA" "$@"; }
-inB() { nsenter --net=/run/netns/"$NB" "$@"; }
 # net_probe in namespace A, bounded; as an unprivileged user with probeU.
 probe() { timeout 20 nsenter --net=/run/netns/"$NA" "$PROBE" "$@"; }
 probeU() {
@@ -75,8 +54,6 @@ wait_until() {
 }
 
 log "setup: namespaces $NA, $NB"
-ip netns add "$NA" || fail "ip netns add"
-ip netns add "$NB" || fail "ip netns add"
 for ns in "$NA" "$NB"; do
   # No DAD: addresses (the link-local ones too) are usable as soon as the link is up.
   nsenter --net=/run/netns/"$ns" sysctl -qw net.ipv6.conf.default.accept_dad=0 \

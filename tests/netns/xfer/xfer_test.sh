@@ -15,40 +15,13 @@ set -uo pipefail
 X=${1:?usage: xfer_test.sh BURST_XFER [quick]}
 QUICK=${2:-}
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-log() { echo "--- $*"; }
+. "$(dirname "$0")/../lib.sh"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespaces, XDP, AF_XDP)"
-for c in ip nsenter timeout ping nc cmp; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux iputils-ping netcat-openbsd)"
-done
+netns_require_root "network namespaces, XDP, AF_XDP"
+netns_require_tools "iproute2 util-linux iputils-ping netcat-openbsd" ip nsenter timeout ping nc cmp
 [[ -x $X ]] || fail "burst-xfer not found at $X"
+netns_pair burst-xfer
 
-NA=burst-xfer-$$-a
-NB=burst-xfer-$$-b
-TMP=$(mktemp -d /tmp/burst-xfer-test.XXXXXX)
-BG_PIDS=()
-
-cleanup() {
-  local p
-  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  # Deleting the namespaces deletes the veth pair and every XDP program on it.
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inA() { nsenter --net=/run/netns/"$NA" "$@"; }
-inB() { nsenter --net=/run/netns/"$NB" "$@"; }
-# Background processes are started with nsenter directly (it execs the command
-# without forking for --net), so that $! is the process itself and kill reaches it.
-
-ip netns add "$NA" || fail "cannot create network namespace"
-ip netns add "$NB" || fail "cannot create network namespace"
 ip link add va netns "$NA" numrxqueues 4 numtxqueues 4 type veth \
   peer name vb netns "$NB" numrxqueues 4 numtxqueues 4 || fail "cannot create veth pair"
 inA ip link set lo up

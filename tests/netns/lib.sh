@@ -1,0 +1,65 @@
+# Shared scaffolding of the network-namespace tests (sourced, not run).
+#   netns_require_root REASON          skip (exit 77) unless root
+#   netns_require_tools "HINT" CMD...  skip unless every command exists
+#   netns_pair PREFIX                  two namespaces $NA and $NB (not yet linked),
+#                                      a temp dir $TMP, BG_PIDS, and a cleanup trap
+#                                      that kills BG_PIDS and deletes both namespaces
+#                                      (with every veth and XDP program in them)
+#   inA / inB CMD...                   run CMD in namespace A / B (nsenter: keeps the
+#                                      mounts, so /sys/fs/bpf stays visible)
+#   field FILE PATTERN NAME            value of NAME=... on the first line matching PATTERN
+#   wait_for FILE PATTERN SECONDS      wait until PATTERN appears in FILE
+# Background processes must be started with nsenter directly (not inA/inB, which
+# are functions: `inA cmd &` forks a subshell and $! would not be the process).
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+log() { echo "--- $*"; }
+
+netns_require_root() {
+  [[ $(id -u) -eq 0 ]] || skip "needs root ($1)"
+}
+
+netns_require_tools() {
+  local hint=$1 c
+  shift
+  for c in "$@"; do
+    command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install $hint)"
+  done
+}
+
+netns_pair() {
+  NA=$1-$$-a
+  NB=$1-$$-b
+  TMP=$(mktemp -d "/tmp/$1-test.XXXXXX")
+  BG_PIDS=()
+  trap netns_cleanup EXIT
+  trap 'echo "interrupted"; exit 1' INT TERM
+  ip netns add "$NA" || fail "cannot create network namespace $NA"
+  ip netns add "$NB" || fail "cannot create network namespace $NB"
+}
+
+netns_cleanup() {
+  local p
+  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+  ip netns del "$NA" 2>/dev/null
+  ip netns del "$NB" 2>/dev/null
+  rm -rf "$TMP"
+}
+
+inA() { nsenter --net=/run/netns/"$NA" "$@"; }
+inB() { nsenter --net=/run/netns/"$NB" "$@"; }
+
+field() {
+  grep -m1 -- "$2" "$1" | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1
+}
+
+wait_for() {
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
+}
