@@ -198,32 +198,42 @@ void Engine::rc_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
   ++counters_.rx_drop[static_cast<size_t>(Drop::kStaleResponse)];
 }
 
-void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
+// The checks a READ response and an atomic ACK share: a NAK syndrome where a
+// response must carry an ACK, a PSN older than the oldest unacknowledged one,
+// the implicit acknowledgement of earlier requests, and a gap (responses of
+// the oldest request missing: ask again from the first missing PSN). Returns
+// the oldest outstanding WQE when this is the response expected next; nullptr
+// when the packet was counted as a drop or a retry was started instead.
+SendWqe* Engine::response_wqe(Qp& qp, Psn p, const wire::Aeth* aeth, uint64_t now_ns) {
   ReqState& rq = qp.req;
   SendQueue& sq = qp.sq;
-  const Psn p = pv.bth().psn();
-  const wire::Aeth* aeth = pv.aeth();
   if (aeth != nullptr && !aeth->syn().is_ack()) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kBadResponse)];
-    return;
+    return nullptr;
   }
   if (wire::psn_before(p, rq.una)) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kStaleResponse)];
-    return;
+    return nullptr;
   }
   const bool in_order_before = implicit_ack(qp, p, now_ns);
-  if (qp.state == QpState::kErr) return;
+  if (qp.state == QpState::kErr) return nullptr;
   if (sq.tail == sq.assigned) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
-    return;
+    return nullptr;
   }
-  SendWqe& w = sq.at(sq.tail);
   if (!in_order_before || p != rq.una) {
-    // A gap: responses of the oldest READ are missing. Ask again from the first
-    // missing PSN.
     retry_missing_responses(qp);
-    return;
+    return nullptr;
   }
+  return &sq.at(sq.tail);
+}
+
+void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
+  ReqState& rq = qp.req;
+  const Psn p = pv.bth().psn();
+  SendWqe* wp = response_wqe(qp, p, pv.aeth(), now_ns);
+  if (wp == nullptr) return;
+  SendWqe& w = *wp;
   if (w.wr.opcode != WrOpcode::kRdmaRead || wire::psn_after(p, w.last_psn)) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
     return;
@@ -265,28 +275,10 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
 }
 
 void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
-  ReqState& rq = qp.req;
-  SendQueue& sq = qp.sq;
   const Psn p = pv.bth().psn();
-  if (!pv.aeth()->syn().is_ack()) {
-    ++counters_.rx_drop[static_cast<size_t>(Drop::kBadResponse)];
-    return;
-  }
-  if (wire::psn_before(p, rq.una)) {
-    ++counters_.rx_drop[static_cast<size_t>(Drop::kStaleResponse)];
-    return;
-  }
-  const bool in_order_before = implicit_ack(qp, p, now_ns);
-  if (qp.state == QpState::kErr) return;
-  if (sq.tail == sq.assigned) {
-    ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
-    return;
-  }
-  SendWqe& w = sq.at(sq.tail);
-  if (!in_order_before || p != rq.una) {
-    retry_missing_responses(qp);
-    return;
-  }
+  SendWqe* wp = response_wqe(qp, p, pv.aeth(), now_ns);
+  if (wp == nullptr) return;
+  SendWqe& w = *wp;
   if (!w.rd_atomic || w.wr.opcode == WrOpcode::kRdmaRead || w.first_psn != p) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnexpectedResponse)];
     return;
@@ -300,7 +292,7 @@ void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) 
     return;
   }
   copy(dst, &w.atomic_orig, 8);
-  rq.una = p + 1;
+  qp.req.una = p + 1;
   req_progress(qp, now_ns);
   complete_tail_ok(qp);
 }

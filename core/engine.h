@@ -162,6 +162,7 @@ class Engine {
   void complete_tail_ok(Qp& qp);
   void check_tail_error(Qp& qp);
   void retry_missing_responses(Qp& qp);
+  SendWqe* response_wqe(Qp& qp, Psn p, const wire::Aeth* aeth, uint64_t now_ns);
   void on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
   void on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns);
 

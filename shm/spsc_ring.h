@@ -1,0 +1,197 @@
+// The two sides of a shared-memory SPSC ring (struct burst_shm_ring): the SQ,
+// RQ and SRQ (provider produces, burstd consumes) and the CQ (burstd produces,
+// the provider consumes).
+//
+// Neither side trusts the other's index. Each keeps private copies of the
+// geometry (mask, entry size, entries pointer: never re-read from the header),
+// masks every index it uses, and checks each index it loads from shared memory
+// against its own state before using it:
+//   consumer: producer_index may only move forward, and at most
+//             num_entries ahead of the consumer's own index;
+//   producer: consumer_index may only move forward, and never past the
+//             producer's own index.
+// A violation faults the side (sticky): it returns nothing more, and burstd
+// moves that QP or CQ to error (BURST_SHM_RING_ERROR in the header). Entries are
+// copied out (CopyEntry) before anything in them is validated or used.
+//
+// Each side caches the peer's index and loads the shared one (acquire) only
+// when the cache cannot satisfy the request; it publishes its own index with a
+// release store. Threading: each side is one thread (the owning burstd worker,
+// or the application thread holding the queue's lock in the provider).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "shm/burst_shm_abi.h"
+#include "shm/layout.h"
+
+namespace burst::shm {
+
+enum class RingFault : uint8_t {
+  kNone = BURST_SHM_RING_ERR_NONE,
+  kIndexBackwards = BURST_SHM_RING_ERR_INDEX_BACKWARDS,
+  kIndexOverrun = BURST_SHM_RING_ERR_INDEX_OVERRUN,
+};
+
+namespace internal {
+
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free,
+              "shared indices need address-free atomics");
+static_assert(std::atomic_ref<uint32_t>::required_alignment <= alignof(uint32_t));
+
+inline uint32_t LoadAcquire(uint32_t* p) {
+  return std::atomic_ref<uint32_t>(*p).load(std::memory_order_acquire);
+}
+inline void StoreRelease(uint32_t* p, uint32_t v) {
+  std::atomic_ref<uint32_t>(*p).store(v, std::memory_order_release);
+}
+
+// Classifies an index `seen` that failed the window check, relative to the
+// last value accepted from the peer.
+inline RingFault Classify(uint32_t seen, uint32_t last_accepted) {
+  return static_cast<int32_t>(seen - last_accepted) < 0 ? RingFault::kIndexBackwards
+                                                        : RingFault::kIndexOverrun;
+}
+
+}  // namespace internal
+
+class RingConsumer {
+ public:
+  RingConsumer() = default;
+  // `region` is the start of a mapping that holds the ring header at
+  // `ring_offset` and its entries after it, laid out with `geom` (the
+  // caller's private copy; burstd passes what it recorded at creation).
+  // `start` is the consumer index to resume from (0 for a new ring).
+  RingConsumer(uint8_t* region, uint64_t ring_offset, RingGeometry geom, uint32_t start = 0)
+      : hdr_(reinterpret_cast<burst_shm_ring*>(region + ring_offset)),
+        entries_(region + ring_offset + kRingEntriesOffset),
+        mask_(geom.mask()),
+        entries_count_(geom.entries()),
+        entry_size_(geom.entry_size),
+        cons_(start),
+        prod_seen_(start) {}
+
+  // Entries ready to read, at most `want` (0 when empty or faulted). Loads the
+  // shared producer index only when the cached one cannot satisfy `want`.
+  uint32_t Peek(uint32_t want) {
+    if (fault_ != RingFault::kNone) return 0;
+    uint32_t ready = prod_seen_ - cons_;
+    if (ready < want) {
+      const uint32_t prod = internal::LoadAcquire(&hdr_->producer_index);  // written by producer
+      const uint32_t ahead = prod - cons_;
+      if (ahead > entries_count_ || ahead < ready) {
+        fault_ = internal::Classify(prod, prod_seen_);
+        return 0;
+      }
+      prod_seen_ = prod;
+      ready = ahead;
+    }
+    return ready < want ? ready : want;
+  }
+
+  // Copies the k-th ready entry (k < the last Peek result) into `dst`, which
+  // holds entry_size() bytes. The copy is what the caller validates and uses:
+  // the producer may rewrite the shared entry at any time.
+  void CopyEntry(uint32_t k, void* dst) const {
+    std::memcpy(dst, entries_ + size_t{(cons_ + k) & mask_} * entry_size_, entry_size_);
+  }
+  // The k-th ready entry in place, for a consumer that trusts its producer
+  // (the provider reading burstd's CQ). burstd uses CopyEntry.
+  const uint8_t* EntryInPlace(uint32_t k) const {
+    return entries_ + size_t{(cons_ + k) & mask_} * entry_size_;
+  }
+
+  // Consumes n entries (clamped to what Peek reported ready) and publishes the
+  // consumer index.
+  void Release(uint32_t n) {
+    const uint32_t ready = prod_seen_ - cons_;
+    if (n > ready) n = ready;
+    cons_ += n;
+    internal::StoreRelease(&hdr_->consumer_index, cons_);  // read by producer
+  }
+
+  RingFault fault() const { return fault_; }
+  uint32_t index() const { return cons_; }
+  uint32_t entry_size() const { return entry_size_; }
+  uint32_t capacity() const { return entries_count_; }
+
+ private:
+  burst_shm_ring* hdr_ = nullptr;
+  uint8_t* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t entries_count_ = 0;
+  uint32_t entry_size_ = 0;
+  uint32_t cons_ = 0;       // private consumer index
+  uint32_t prod_seen_ = 0;  // last producer index accepted; cons_ <= prod_seen_ <= cons_ + entries
+  RingFault fault_ = RingFault::kNone;
+};
+
+class RingProducer {
+ public:
+  RingProducer() = default;
+  // Same arguments as RingConsumer; `start` is the producer index to resume from.
+  RingProducer(uint8_t* region, uint64_t ring_offset, RingGeometry geom, uint32_t start = 0)
+      : hdr_(reinterpret_cast<burst_shm_ring*>(region + ring_offset)),
+        entries_(region + ring_offset + kRingEntriesOffset),
+        mask_(geom.mask()),
+        entries_count_(geom.entries()),
+        entry_size_(geom.entry_size),
+        prod_(start),
+        cons_seen_(start) {}
+
+  // Free entries, at most `want` (0 when full or faulted). Loads the shared
+  // consumer index only when the cached one cannot satisfy `want`.
+  uint32_t Reserve(uint32_t want) {
+    if (fault_ != RingFault::kNone) return 0;
+    uint32_t free_entries = entries_count_ - (prod_ - cons_seen_);
+    if (free_entries < want) {
+      const uint32_t cons = internal::LoadAcquire(&hdr_->consumer_index);  // written by consumer
+      // The consumer may only have moved forward, and not past what was produced.
+      if (cons - cons_seen_ > prod_ - cons_seen_) {
+        fault_ = internal::Classify(cons, cons_seen_);
+        return 0;
+      }
+      cons_seen_ = cons;
+      free_entries = entries_count_ - (prod_ - cons);
+    }
+    return free_entries < want ? free_entries : want;
+  }
+
+  // The k-th reserved entry (k < the last Reserve result), to be filled.
+  uint8_t* Entry(uint32_t k) { return entries_ + size_t{(prod_ + k) & mask_} * entry_size_; }
+
+  // Makes n filled entries visible (clamped to the free space last seen).
+  void Publish(uint32_t n) {
+    const uint32_t free_entries = entries_count_ - (prod_ - cons_seen_);
+    if (n > free_entries) n = free_entries;
+    prod_ += n;
+    internal::StoreRelease(&hdr_->producer_index, prod_);  // read by consumer
+  }
+
+  RingFault fault() const { return fault_; }
+  uint32_t index() const { return prod_; }
+  uint32_t entry_size() const { return entry_size_; }
+  uint32_t capacity() const { return entries_count_; }
+
+ private:
+  burst_shm_ring* hdr_ = nullptr;
+  uint8_t* entries_ = nullptr;
+  uint32_t mask_ = 0;
+  uint32_t entries_count_ = 0;
+  uint32_t entry_size_ = 0;
+  uint32_t prod_ = 0;       // private producer index
+  uint32_t cons_seen_ = 0;  // last consumer index accepted; prod_ - entries <= cons_seen_ <= prod_
+  RingFault fault_ = RingFault::kNone;
+};
+
+// burstd: records a fault in the ring header so that the provider sees it
+// (its next post returns an error and the QP reports IBV_EVENT_QP_FATAL).
+inline void MarkRingError(uint8_t* region, uint64_t ring_offset, burst_shm_ring_error reason) {
+  auto* hdr = reinterpret_cast<burst_shm_ring*>(region + ring_offset);
+  std::atomic_ref<uint32_t>(hdr->error_reason).store(reason, std::memory_order_relaxed);
+  internal::StoreRelease(&hdr->status, BURST_SHM_RING_ERROR);
+}
+
+}  // namespace burst::shm
