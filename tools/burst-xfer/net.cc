@@ -122,6 +122,7 @@ void Node::open_datapath() {
   gids_ = net::build_gid_table(nd_);
   datapath::XdpConfig cfg;
   cfg.netdev = o_.netdev;
+  cfg.num_frames = o_.frames;
   cfg.xdp_mode = o_.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
                  : o_.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
                                             : datapath::XdpAttachMode::kAuto;

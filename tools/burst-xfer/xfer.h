@@ -37,6 +37,7 @@ struct Options {
   uint16_t port = 18515;
   std::string server;  // client mode when set
   std::string xdp_mode = "auto";
+  uint32_t frames = 16384;  // UMEM frames per queue (half receive, half transmit)
 };
 
 uint64_t now_ns();
