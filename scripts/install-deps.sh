@@ -16,6 +16,7 @@ PKGS=(
   iproute2 util-linux procps ethtool      # network namespaces and veth pairs in tests
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
+  libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -2,7 +2,9 @@
 //   burstctl run [--netdev IF] [--root DIR] [--provider PATH] -- COMMAND [ARGS...]
 //       runs an unmodified verbs application with the burst device burst0
 //       visible on a kernel without RDMA support (see run.h).
-// status / devices / qps / workers / counters come with burstd.
+//   burstctl [--socket PATH] status|devices|workers|counters|qps [--json]
+//       what a running burstd reports (see status.h); the socket defaults to
+//       $BURST_SOCKET, else /run/burst/burstd.sock.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
@@ -11,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/ctl/burst_ctl_proto.h"
 #include "tools/burstctl/run.h"
+#include "tools/burstctl/status.h"
 
 int main(int argc, char** argv) {
   // Everything after the first "--" is the command, passed through untouched
@@ -43,6 +47,36 @@ int main(int argc, char** argv) {
   run->add_option("command", run_opts.command,
                   "the command and its arguments (after --, when it has options of its own)");
 
+  // Views of a running burstd. --socket may come before or after the subcommand.
+  burst::tools::StatusOptions status_opts;
+  app.add_option("--socket", status_opts.socket,
+                 "burstd's control socket (default: $BURST_SOCKET, else " BURST_CTL_DEFAULT_SOCKET
+                 ")");
+  app.fallthrough();
+  struct View {
+    const char* name;
+    const char* help;
+    burst::tools::StatusView view;
+    CLI::App* cmd = nullptr;
+  };
+  View views[] = {
+      {"status", "burstd: backend, XDP mode, queues, workers, memory mode, clients",
+       burst::tools::StatusView::kStatus},
+      {"devices", "the device: netdev, MAC, MTU, port state, GID table, limits",
+       burst::tools::StatusView::kDevices},
+      {"workers", "per worker: queues, QPs, loops, packets, handoff",
+       burst::tools::StatusView::kWorkers},
+      {"counters", "transport counters, every drop reason by name",
+       burst::tools::StatusView::kCounters},
+      {"qps", "every QP: worker, type, state, PSNs, owner", burst::tools::StatusView::kQps},
+  };
+  for (View& v : views) {
+    v.cmd = app.add_subcommand(v.name, v.help);
+    v.cmd->add_flag("--json", status_opts.json, "JSON for tools instead of a table");
+  }
+  views[3].cmd->add_option("--worker", status_opts.worker, "one worker instead of the sum");
+  views[3].cmd->add_flag("--all", status_opts.all, "list zero counters too");
+
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,6 +91,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run) return burst::tools::run_command(run_opts);
+    for (const View& v : views) {
+      if (*v.cmd) return burst::tools::show_status(v.view, status_opts);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "burstctl: %s\n", e.what());
     return burst::tools::kExitSetupFailed;

@@ -1,0 +1,66 @@
+// burstd's configuration: /etc/burst/burstd.conf (INI, keys outside any section)
+// with command-line overrides. Example:
+//
+//   # burstd.conf
+//   netdev = eth0            # the netdev that carries RoCE (xdp backend)
+//   backend = xdp            # xdp | loopback
+//   workers = 2              # worker threads (1..64)
+//   socket = /run/burst/burstd.sock
+//   socket_mode = 0666       # who may connect (access is checked per client later)
+//   xdp_mode = auto          # auto | native | generic
+//   zero_copy = auto         # auto | on | off
+//   memory = cma             # cma | shm | kmod: how application memory is reached
+//   mtu = 1500               # loopback backend: L3 MTU of the simulated port
+//   idle_sleep_max_us = 1000 # longest sleep of an idle worker (0: never sleep, only yield)
+//   command_timeout_ms = 2000
+//   max_clients = 1024
+//   log_level = info         # error | warning | info | debug
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "daemon/ctl/burst_ctl_proto.h"
+
+namespace burst::burstd {
+
+inline constexpr char kDefaultConfigPath[] = "/etc/burst/burstd.conf";
+
+enum class BackendKind : uint8_t { kXdp, kLoopback };
+enum class XdpMode : uint8_t { kAuto, kNative, kGeneric };
+enum class ZeroCopy : uint8_t { kAuto, kOn, kOff };
+
+struct Config {
+  std::string netdev;
+  BackendKind backend = BackendKind::kXdp;
+  uint32_t workers = 1;
+  std::string socket_path = BURST_CTL_DEFAULT_SOCKET;
+  uint32_t socket_mode = 0666;
+  XdpMode xdp_mode = XdpMode::kAuto;
+  ZeroCopy zero_copy = ZeroCopy::kAuto;
+  uint8_t memory_mode = BURST_CTL_MEM_CMA;  // reported; used once MRs arrive
+  uint32_t mtu = 1500;
+  uint32_t idle_sleep_max_us = 1000;
+  uint32_t command_timeout_ms = 2000;
+  uint32_t max_clients = 1024;
+  std::string log_level = "info";
+};
+
+// Reads `path` into *c (keys not in the file keep their value). `required`:
+// a missing file is an error; otherwise it leaves *c unchanged and sets *missing.
+// Errors name the file and line ("burstd.conf:7: unknown key 'foo'").
+bool load_config(const std::string& path, bool required, Config* c, bool* missing,
+                 std::string* error);
+
+// Applies one key = value (from the file or the command line).
+bool set_config_value(Config* c, const std::string& key, const std::string& value,
+                      std::string* error);
+
+// Checks the combination (xdp needs a netdev, workers range ...).
+bool validate_config(const Config& c, std::string* error);
+
+const char* backend_kind_name(BackendKind b);
+const char* xdp_mode_name(XdpMode m);
+const char* zero_copy_name(ZeroCopy z);
+
+}  // namespace burst::burstd

@@ -1,0 +1,132 @@
+#include "daemon/burstd/control_socket.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace burst::burstd {
+namespace {
+
+constexpr int kBacklog = 128;
+
+std::string errno_text(const std::string& what, int e) { return what + ": " + std::strerror(e); }
+
+// Makes the directory of the socket (one level, like /run/burst) if missing.
+bool ensure_parent(const std::string& path, std::string* error) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0) return true;
+  const std::string dir = path.substr(0, slash);
+  struct stat st;
+  if (stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return true;
+    *error = "cannot create the control socket " + path + ": " + dir + " is not a directory";
+    return false;
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    *error = errno_text("cannot create the directory " + dir + " for the control socket", errno);
+    if (errno == EACCES) *error += " (run as root, or choose a writable path with --socket)";
+    return false;
+  }
+  return true;
+}
+
+// What answers at `path`: 0 and *pid when a live daemon accepted a connection,
+// ECONNREFUSED for a stale socket, another errno otherwise.
+int probe(const sockaddr_un& sa, pid_t* pid) {
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  int e = 0;
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) != 0) {
+    e = errno;
+  } else {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    *pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+  }
+  close(fd);
+  return e;
+}
+
+}  // namespace
+
+std::unique_ptr<ControlSocket> ControlSocket::Bind(const std::string& path, unsigned mode,
+                                                   std::string* error) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
+    *error = "control socket path must be 1.." + std::to_string(sizeof(sa.sun_path) - 1) +
+             " bytes: '" + path + "'";
+    return nullptr;
+  }
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  if (!ensure_parent(path, error)) return nullptr;
+
+  std::unique_ptr<ControlSocket> s(new ControlSocket());
+  s->path_ = path;
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      *error = "control socket path " + path +
+               " exists and is not a socket: remove it or choose another --socket PATH";
+      return nullptr;
+    }
+    pid_t pid = 0;
+    const int e = probe(sa, &pid);
+    if (e == 0) {
+      *error = "control socket " + path + " is in use by a running burstd" +
+               (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
+               ": stop it, or give this one another --socket PATH";
+      return nullptr;
+    }
+    if (e != ECONNREFUSED) {
+      *error = errno_text("cannot check the existing control socket " + path, e);
+      return nullptr;
+    }
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      *error = errno_text("cannot remove the stale control socket " + path, errno);
+      return nullptr;
+    }
+    s->replaced_stale_ = true;
+  }
+
+  s->fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s->fd_ < 0) {
+    *error = errno_text("socket(AF_UNIX, SOCK_SEQPACKET)", errno);
+    return nullptr;
+  }
+  if (bind(s->fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    const int e = errno;
+    *error = errno_text("cannot bind the control socket " + path, e);
+    if (e == EADDRINUSE) *error += " (another burstd started at the same time?)";
+    if (e == EACCES) *error += " (run as root, or choose a writable path with --socket)";
+    return nullptr;
+  }
+  if (lstat(path.c_str(), &st) == 0) {
+    s->dev_ = st.st_dev;
+    s->ino_ = st.st_ino;
+  }
+  if (chmod(path.c_str(), mode) != 0) {
+    *error = errno_text("chmod " + path, errno);
+    return nullptr;
+  }
+  if (listen(s->fd_, kBacklog) != 0) {
+    *error = errno_text("listen on " + path, errno);
+    return nullptr;
+  }
+  return s;
+}
+
+ControlSocket::~ControlSocket() {
+  if (fd_ >= 0) close(fd_);
+  // Remove the file only if it is still ours (not one a later daemon bound).
+  struct stat st;
+  if (ino_ != 0 && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) {
+    unlink(path_.c_str());
+  }
+}
+
+}  // namespace burst::burstd

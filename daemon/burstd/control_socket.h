@@ -1,0 +1,37 @@
+// burstd's control socket: a unix SOCK_SEQPACKET socket at a path, so several
+// burstd can run on one machine (one per network namespace, each with its own
+// --socket). Bind() refuses a path that a live daemon answers on, replaces a
+// stale socket file left by a daemon that died, and never removes anything that
+// is not a socket. The destructor removes the file if it is still the one bound.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+namespace burst::burstd {
+
+class ControlSocket {
+ public:
+  static std::unique_ptr<ControlSocket> Bind(const std::string& path, unsigned mode,
+                                             std::string* error);
+  ~ControlSocket();
+  ControlSocket(const ControlSocket&) = delete;
+  ControlSocket& operator=(const ControlSocket&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  bool replaced_stale() const { return replaced_stale_; }
+
+ private:
+  ControlSocket() = default;
+
+  int fd_ = -1;
+  std::string path_;
+  dev_t dev_ = 0;  // identity of the socket file we created
+  ino_t ino_ = 0;
+  bool replaced_stale_ = false;
+};
+
+}  // namespace burst::burstd

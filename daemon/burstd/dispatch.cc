@@ -1,0 +1,271 @@
+#include "daemon/burstd/dispatch.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/qp.h"
+#include "daemon/burstd/log.h"
+#include "daemon/ctl/ctl_codec.h"
+#include "provider/burst_device.h"
+
+namespace burst::burstd {
+namespace {
+
+constexpr uint32_t kLoggedErrorsPerSession = 5;
+constexpr uint32_t kMaxCqe = 1u << 20;
+
+std::string printable(std::string s) {
+  for (char& ch : s) {
+    if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+  }
+  return s;
+}
+
+template <class T>
+T read_as(const uint8_t* msg) {
+  T t;
+  std::memcpy(&t, msg, sizeof(T));
+  return t;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(const Config& config, Device& device, Resources& resources)
+    : config_(config), device_(device), res_(resources), start_ns_(monotonic_ns()) {}
+
+void Dispatcher::error_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, int err) {
+  out->assign(sizeof(burst_ctl_hdr), 0);
+  auto* h = reinterpret_cast<burst_ctl_hdr*>(out->data());
+  ctl::init_response(h, req, sizeof(burst_ctl_hdr), err);
+}
+
+void Dispatcher::protocol_error(Session& s, const char* what, uint16_t op, int err) {
+  if (s.errors_logged >= kLoggedErrorsPerSession) return;
+  ++s.errors_logged;
+  BURSTD_WARN("client %u (pid %d): %s (op %u %s): %s%s", s.id, static_cast<int>(s.pid), what, op,
+              ctl::op_name(op), std::strerror(err),
+              s.errors_logged == kLoggedErrorsPerSession
+                  ? "; further errors of this client not logged"
+                  : "");
+}
+
+void Dispatcher::open_session(Session& s) {
+  ++sessions_;
+  res_.add_client(s.id, s.pid);
+  BURSTD_DEBUG("client %u connected: pid %d uid %u gid %u", s.id, static_cast<int>(s.pid),
+               static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid));
+}
+
+void Dispatcher::close_session(Session& s, const char* why) {
+  const Resources::Released r = res_.release_client(s.id);
+  --sessions_;
+  if (r.qps + r.cqs + r.pds == 0 && r.leaked == 0) {
+    // Without HELLO (a liveness probe) only at debug level.
+    BURSTD_LOG(s.hello ? LogLevel::kInfo : LogLevel::kDebug, "client %u (pid %d%s%s) %s", s.id,
+               static_cast<int>(s.pid), s.name.empty() ? "" : ", ", s.name.c_str(), why);
+    return;
+  }
+  BURSTD_INFO(
+      "client %u (pid %d%s%s) %s: released %u QPs (%llu completions flushed), %u CQs, %u PDs", s.id,
+      static_cast<int>(s.pid), s.name.empty() ? "" : ", ", s.name.c_str(), why, r.qps,
+      static_cast<unsigned long long>(r.flushed), r.cqs, r.pds);
+  if (r.leaked != 0) {
+    BURSTD_ERROR("client %u: %u objects could not be released (worker did not answer)", s.id,
+                 r.leaked);
+  }
+}
+
+void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out,
+                        bool* close) {
+  *close = false;
+  ++s.requests;
+  burst_ctl_hdr h{};
+  if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));
+  const ctl::RequestCheck rc = ctl::check_request(msg, len);
+  if (rc.error != 0) {
+    const char* what = rc.close ? "not a burst control message, closing" : "malformed request";
+    protocol_error(s, what, h.op, rc.error);
+    error_response(out, h, rc.error);
+    *close = rc.close;
+    return;
+  }
+  if (h.op == BURST_CTL_OP_HELLO) {
+    hello(s, h, msg, out);
+    return;
+  }
+  if (!s.hello) {
+    protocol_error(s, "request before HELLO", h.op, EPROTO);
+    error_response(out, h, EPROTO);
+    return;
+  }
+  if (h.version != s.version) {
+    protocol_error(s, "request with another protocol version than negotiated", h.op,
+                   EPROTONOSUPPORT);
+    error_response(out, h, EPROTONOSUPPORT);
+    return;
+  }
+  switch (h.op) {
+    case BURST_CTL_OP_QUERY_STATUS:
+      query_status(h, out);
+      break;
+    case BURST_CTL_OP_QUERY_WORKERS:
+      query_workers(h, out);
+      break;
+    case BURST_CTL_OP_QUERY_COUNTERS:
+      query_counters(h, msg, out);
+      break;
+    case BURST_CTL_OP_QUERY_QPS:
+      query_qps(h, msg, out);
+      break;
+    default:
+      resource_op(s, h, msg, out);
+      break;
+  }
+}
+
+void Dispatcher::hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
+                       std::vector<uint8_t>* out) {
+  const auto req = read_as<burst_ctl_hello_req>(msg);
+  auto* r = start_response<burst_ctl_hello_resp>(out, h, sizeof(burst_ctl_hello_resp));
+  r->server_version_min = BURST_CTL_VERSION_MIN;
+  r->server_version_max = BURST_CTL_VERSION;
+  const uint16_t v = ctl::negotiate_version(req.version_min, req.version_max);
+  int err = 0;
+  if (v == 0) {
+    err = EPROTONOSUPPORT;
+  } else if (req.flags != 0) {
+    err = EINVAL;
+  }
+  if (err != 0) {
+    protocol_error(s, "HELLO refused", h.op, err);
+    r->hdr.status = err;
+    return;
+  }
+  s.hello = true;
+  s.version = v;
+  s.name = printable(ctl::get_str(req.client_name));
+  r->hdr.version = v;
+  r->version = v;
+  const DeviceInfo& info = device_.info();
+  r->backend = info.backend;
+  r->client_id = s.id;
+  r->workers = device_.workers();
+  ctl::set_str(r->ibdev, info.ibdev);
+  ctl::set_str(r->netdev, info.netdev);
+  r->ifindex = info.ifindex;
+  r->mtu = info.mtu;
+  std::memcpy(r->mac, info.mac.data(), 6);
+  r->active_mtu = burst_ib_mtu_for_netdev(info.mtu);
+  r->port_state = device_.port_state();
+  r->xdp_mode = info.xdp_mode;
+  r->memory_mode = info.memory_mode;
+  const size_t ngids = std::min<size_t>(info.gids.size(), BURST_CTL_MAX_GIDS);
+  r->gid_count = static_cast<uint16_t>(ngids);
+  for (size_t i = 0; i < ngids; ++i) std::memcpy(r->gids[i], info.gids[i].data(), 16);
+  r->max_qp = info.max_qp_per_worker * device_.workers();
+  r->max_qp_wr = core::kMaxQpWr;
+  r->max_sge = core::kMaxSge;
+  r->max_cq = info.max_cq_per_worker;
+  r->max_cqe = kMaxCqe;
+  r->max_pd = info.max_pd;
+  r->max_inline_data = core::kMaxInlineData;
+  r->max_qp_rd_atom = core::kMaxRdAtomic;
+  BURSTD_INFO("client %u: '%s' pid %d uid %u gid %u, protocol version %u", s.id, s.name.c_str(),
+              static_cast<int>(s.pid), static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid),
+              v);
+}
+
+void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
+                             std::vector<uint8_t>* out) {
+  int err = 0;
+  std::string what;  // for the debug log
+  switch (h.op) {
+    case BURST_CTL_OP_ALLOC_PD: {
+      uint32_t handle = 0;
+      err = res_.alloc_pd(s.id, &handle);
+      if (err == 0) {
+        start_response<burst_ctl_alloc_pd_resp>(out, h, sizeof(burst_ctl_alloc_pd_resp))
+            ->pd_handle = handle;
+        what = "pd " + std::to_string(handle);
+      }
+      break;
+    }
+    case BURST_CTL_OP_DEALLOC_PD:
+    case BURST_CTL_OP_DESTROY_CQ:
+    case BURST_CTL_OP_DESTROY_QP: {
+      const auto req = read_as<burst_ctl_handle_req>(msg);
+      err = h.op == BURST_CTL_OP_DEALLOC_PD   ? res_.dealloc_pd(s.id, req.handle)
+            : h.op == BURST_CTL_OP_DESTROY_CQ ? res_.destroy_cq(s.id, req.handle)
+                                              : res_.destroy_qp(s.id, req.handle);
+      if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
+      what = "handle " + std::to_string(req.handle);
+      break;
+    }
+    case BURST_CTL_OP_CREATE_CQ: {
+      const auto req = read_as<burst_ctl_create_cq_req>(msg);
+      uint32_t handle = 0, actual = 0;
+      err = req.flags != 0 ? EINVAL : res_.create_cq(s.id, req.cqe, &handle, &actual);
+      if (err == 0) {
+        auto* r =
+            start_response<burst_ctl_create_cq_resp>(out, h, sizeof(burst_ctl_create_cq_resp));
+        r->cq_handle = handle;
+        r->cqe = actual;
+        what = "cq " + std::to_string(handle) + " (" + std::to_string(actual) + " entries)";
+      }
+      break;
+    }
+    case BURST_CTL_OP_CREATE_QP: {
+      const auto req = read_as<burst_ctl_create_qp_req>(msg);
+      burst_ctl_create_qp_resp body{};
+      err = res_.create_qp(s.id, req, &body);
+      if (err == 0) {
+        auto* r = start_response<burst_ctl_create_qp_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+        what = std::string(ctl::qp_type_name(req.qp_type)) + " qp " +
+               std::to_string(body.qp_handle) + " qpn " + std::to_string(body.qpn) + " on worker " +
+               std::to_string(body.worker);
+      }
+      break;
+    }
+    case BURST_CTL_OP_MODIFY_QP: {
+      const auto req = read_as<burst_ctl_modify_qp_req>(msg);
+      err = res_.modify_qp(s.id, req.qp_handle, req.attr_mask, req.attr);
+      if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
+      char mask[16];
+      std::snprintf(mask, sizeof(mask), "0x%x", req.attr_mask);
+      what = "qp " + std::to_string(req.qp_handle) + " mask " + mask;
+      if (req.attr_mask & core::kQpState) {
+        what += std::string(" -> ") + ctl::qp_state_name(req.attr.qp_state);
+      }
+      break;
+    }
+    case BURST_CTL_OP_QUERY_QP: {
+      const auto req = read_as<burst_ctl_query_qp_req>(msg);
+      burst_ctl_query_qp_resp body{};
+      err = res_.query_qp(s.id, req.qp_handle, &body);
+      if (err == 0) {
+        auto* r = start_response<burst_ctl_query_qp_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+      }
+      what = "qp " + std::to_string(req.qp_handle);
+      break;
+    }
+    default:
+      err = EOPNOTSUPP;  // check_request knows only ops handled above
+      break;
+  }
+  if (err != 0) {
+    error_response(out, h, err);
+    BURSTD_DEBUG("client %u: %s %s: %s", s.id, ctl::op_name(h.op), what.c_str(),
+                 std::strerror(err));
+  } else {
+    BURSTD_DEBUG("client %u: %s %s", s.id, ctl::op_name(h.op), what.c_str());
+  }
+}
+
+}  // namespace burst::burstd

@@ -1,0 +1,82 @@
+// The control protocol, server side: one Session per connection, one request in,
+// one response out. Framing and validation (ctl_codec), version negotiation,
+// HELLO-first, then the op handlers: queries (dispatch_query.cc) and resources
+// (Resources). Never trusts a request: a malformed one gets an error response;
+// one that does not speak the protocol at all (bad magic) also closes the
+// connection. Protocol errors are logged for the first few requests of a
+// session only (a hostile client cannot flood the log).
+//
+// Threading: control thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "daemon/burstd/config.h"
+#include "daemon/burstd/device.h"
+#include "daemon/burstd/resources.h"
+#include "daemon/ctl/burst_ctl_proto.h"
+#include "daemon/ctl/ctl_codec.h"
+
+namespace burst::burstd {
+
+struct Session {
+  uint32_t id = 0;
+  pid_t pid = 0;  // SO_PEERCRED at accept
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;  // from HELLO
+  bool hello = false;
+  uint16_t version = 0;  // negotiated
+  uint32_t requests = 0;
+  uint32_t errors_logged = 0;
+};
+
+class Dispatcher {
+ public:
+  Dispatcher(const Config& config, Device& device, Resources& resources);
+
+  // A new connection (credentials filled in) / a closed one (its objects released).
+  void open_session(Session& s);
+  void close_session(Session& s, const char* why);
+
+  // Handles one received message; `out` gets the response. *close: the peer
+  // does not speak this protocol, close after sending the response.
+  void handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out, bool* close);
+
+  uint32_t sessions() const { return sessions_; }
+
+ private:
+  // A zeroed response of len bytes with its header filled in (status 0).
+  template <class Resp>
+  Resp* start_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, size_t len) {
+    out->assign(len, 0);
+    auto* r = reinterpret_cast<Resp*>(out->data());
+    ctl::init_response(&r->hdr, req, static_cast<uint32_t>(len), 0);
+    return r;
+  }
+  void error_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, int err);
+  void protocol_error(Session& s, const char* what, uint16_t op, int err);
+
+  void hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
+  void query_status(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
+  void query_workers(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
+  void query_counters(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
+  void query_qps(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
+  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
+                   std::vector<uint8_t>* out);
+
+  const Config& config_;
+  Device& device_;
+  Resources& res_;
+  uint64_t start_ns_;
+  uint32_t sessions_ = 0;
+};
+
+// The counters of one worker's snapshot, by name (engine, loop, backend).
+void append_counters(const WorkerStats& st, std::vector<std::pair<std::string, uint64_t>>* out);
+
+}  // namespace burst::burstd

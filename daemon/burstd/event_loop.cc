@@ -1,0 +1,211 @@
+#include "daemon/burstd/event_loop.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/burstd/log.h"
+
+namespace burst::burstd {
+namespace {
+
+constexpr int kMaxEvents = 64;
+constexpr int kMessagesPerWakeup = 64;  // per client, so one client cannot starve the others
+
+sigset_t handled_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// The access-control hook: every peer is admitted today (credentials are
+// logged); a policy by uid/gid goes here.
+bool admit(const ucred& cred) {
+  (void)cred;
+  return true;
+}
+
+}  // namespace
+
+void block_signals() {
+  sigset_t set = handled_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+EventLoop::EventLoop(const Config& config, ControlSocket& socket, Dispatcher& dispatcher)
+    : config_(config), socket_(socket), dispatcher_(dispatcher), rx_(BURST_CTL_MAX_MSG + 1) {}
+
+EventLoop::~EventLoop() {
+  while (!conns_.empty()) drop(conns_.begin()->first, "disconnected: burstd is stopping");
+  if (signal_fd_ >= 0) close(signal_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+bool EventLoop::run(std::string* error) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  sigset_t set = handled_signals();
+  signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (epoll_fd_ < 0 || signal_fd_ < 0) {
+    *error = std::string("cannot set up the event loop: ") + std::strerror(errno);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = socket_.fd();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_.fd(), &ev);
+  ev.data.fd = signal_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev);
+
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %s", socket_.path().c_str());
+  BURSTD_INFO("ready: control socket %s", socket_.path().c_str());
+
+  epoll_event events[kMaxEvents];
+  for (;;) {
+    const int n = epoll_wait(epoll_fd_, events, kMaxEvents, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *error = std::string("epoll_wait: ") + std::strerror(errno);
+      return false;
+    }
+    bool stop = false;
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == socket_.fd()) {
+        accept_clients();
+      } else if (fd == signal_fd_) {
+        stop |= on_signal();
+      } else {
+        auto it = conns_.find(fd);
+        if (it != conns_.end()) serve(*it->second, events[i].events);
+      }
+    }
+    if (stop) break;
+  }
+  sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+  while (!conns_.empty()) drop(conns_.begin()->first, "disconnected: burstd is stopping");
+  return true;
+}
+
+bool EventLoop::on_signal() {
+  signalfd_siginfo si;
+  bool stop = false;
+  while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+    if (si.ssi_signo == SIGHUP) {
+      BURSTD_INFO("SIGHUP: configuration reload is not supported; restart burstd to apply changes");
+      continue;
+    }
+    BURSTD_INFO("%s from pid %u: stopping", strsignal(static_cast<int>(si.ssi_signo)), si.ssi_pid);
+    stop = true;
+  }
+  return stop;
+}
+
+void EventLoop::accept_clients() {
+  for (;;) {
+    const int fd = accept4(socket_.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        BURSTD_WARN("accept on %s: %s", socket_.path().c_str(), std::strerror(errno));
+      }
+      return;
+    }
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+      BURSTD_WARN("SO_PEERCRED: %s; refusing the connection", std::strerror(errno));
+      close(fd);
+      continue;
+    }
+    if (!admit(cred)) {
+      BURSTD_WARN("refused a connection from pid %d uid %u", static_cast<int>(cred.pid),
+                  static_cast<unsigned>(cred.uid));
+      close(fd);
+      continue;
+    }
+    if (conns_.size() >= config_.max_clients) {
+      BURSTD_WARN("refused a connection from pid %d: %u clients connected (max_clients)",
+                  static_cast<int>(cred.pid), config_.max_clients);
+      close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = fd;
+    c->session.id = next_client_++;
+    c->session.pid = cred.pid;
+    c->session.uid = cred.uid;
+    c->session.gid = cred.gid;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      BURSTD_WARN("epoll_ctl: %s; refusing the connection", std::strerror(errno));
+      close(fd);
+      continue;
+    }
+    dispatcher_.open_session(c->session);
+    conns_[fd] = std::move(c);
+  }
+}
+
+void EventLoop::serve(Conn& c, uint32_t events) {
+  const int fd = c.fd;
+  for (int i = 0; i < kMessagesPerWakeup; ++i) {
+    iovec iov{rx_.data(), rx_.size()};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    const ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      drop(fd, "disconnected (receive error)");
+      return;
+    }
+    if (n == 0) {
+      drop(fd, "disconnected");
+      return;
+    }
+    size_t len = static_cast<size_t>(n);
+    // Larger than any request: the checks answer EMSGSIZE.
+    if (mh.msg_flags & MSG_TRUNC) len = rx_.size();
+    bool close_after = false;
+    dispatcher_.handle(c.session, rx_.data(), len, &tx_, &close_after);
+    if (send(fd, tx_.data(), tx_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        static_cast<ssize_t>(tx_.size())) {
+      // A client that does not read its responses is not served further.
+      drop(fd, errno == EAGAIN ? "disconnected (not reading its responses)"
+                               : "disconnected (send failed)");
+      return;
+    }
+    if (close_after) {
+      drop(fd, "disconnected (protocol violation)");
+      return;
+    }
+  }
+  // EPOLLHUP / EPOLLRDHUP / EPOLLERR: recvmsg() reports them (0 or an error)
+  // once the messages before them are read; epoll is level-triggered.
+  (void)events;
+}
+
+void EventLoop::drop(int fd, const char* why) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  std::unique_ptr<Conn> c = std::move(it->second);
+  conns_.erase(it);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  close(fd);
+  dispatcher_.close_session(c->session, why);
+}
+
+}  // namespace burst::burstd

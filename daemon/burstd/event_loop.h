@@ -1,0 +1,55 @@
+// The control thread's event loop: epoll over the listening socket, the clients
+// and a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored).
+// Plain epoll rather than liburing: a handful of control messages per second
+// need no batching, and io_uring is often disabled in containers (seccomp
+// profiles, kernel.io_uring_disabled) where burstd must still start.
+//
+// Threading: the control thread (the signals must be blocked in every thread
+// before the workers start: block_signals()).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "daemon/burstd/control_socket.h"
+#include "daemon/burstd/dispatch.h"
+
+namespace burst::burstd {
+
+// Blocks SIGTERM, SIGINT and SIGHUP in the calling thread (and the threads it
+// creates later) and ignores SIGPIPE. Call first thing in main().
+void block_signals();
+
+class EventLoop {
+ public:
+  EventLoop(const Config& config, ControlSocket& socket, Dispatcher& dispatcher);
+  ~EventLoop();
+
+  // Serves until SIGTERM/SIGINT, then closes every client (releasing its
+  // objects). Returns false if the loop could not be set up (*error).
+  bool run(std::string* error);
+
+ private:
+  struct Conn {
+    int fd = -1;
+    Session session;
+  };
+  void accept_clients();
+  void serve(Conn& c, uint32_t events);
+  void drop(int fd, const char* why);
+  bool on_signal();  // true: stop
+
+  const Config& config_;
+  ControlSocket& socket_;
+  Dispatcher& dispatcher_;
+  int epoll_fd_ = -1;
+  int signal_fd_ = -1;
+  uint32_t next_client_ = 1;
+  std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
+  std::vector<uint8_t> rx_;
+  std::vector<uint8_t> tx_;
+};
+
+}  // namespace burst::burstd

@@ -1,0 +1,145 @@
+// burstd: the burst daemon. Runs in the foreground (systemd Type=notify), logs
+// to stderr, serves the control socket, owns the datapath of one port.
+//
+//   burstd [--config FILE] [--netdev IF] [--backend xdp|loopback] [--workers N]
+//          [--socket PATH] [--xdp-mode auto|native|generic] [--log-level LEVEL]
+//
+// Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start (the reason is the
+// last line on stderr), 2 for a bad command line.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/burstd/config.h"
+#include "daemon/burstd/control_socket.h"
+#include "daemon/burstd/device.h"
+#include "daemon/burstd/dispatch.h"
+#include "daemon/burstd/event_loop.h"
+#include "daemon/burstd/log.h"
+#include "daemon/burstd/resources.h"
+#include "daemon/ctl/ctl_codec.h"
+
+#ifndef BURST_VERSION_STRING
+#define BURST_VERSION_STRING "unknown"
+#endif
+
+namespace burst::burstd {
+namespace {
+
+int fail(const std::string& msg) {
+  BURSTD_ERROR("%s", msg.c_str());
+  return 1;
+}
+
+std::string describe(const Device& d) {
+  const DeviceInfo& i = d.info();
+  std::string s = i.ibdev + " on ";
+  s += i.netdev.empty() ? std::string("a loopback port")
+                        : i.netdev + " (ifindex " + std::to_string(i.ifindex) + ")";
+  s += ", MAC " + net::format_mac(i.mac) + ", MTU " + std::to_string(i.mtu) + ", backend " +
+       ctl::backend_name(i.backend);
+  if (i.backend == BURST_CTL_BACKEND_XDP) {
+    s += std::string(" (") + ctl::xdp_mode_name(i.xdp_mode) + ", " +
+         (i.zero_copy ? "zero-copy" : "copy mode") + ", program id " +
+         std::to_string(i.xdp_prog_id) + ")";
+  }
+  s += ", " + std::to_string(i.queues) + " queues, " + std::to_string(i.gids.size()) + " GIDs";
+  for (uint32_t w = 0; w < i.worker_queues.size(); ++w) {
+    s += w == 0 ? "; worker 0: queues " : ", worker " + std::to_string(w) + ": queues ";
+    for (size_t q = 0; q < i.worker_queues[w].size(); ++q) {
+      s += (q ? "," : "") + std::to_string(i.worker_queues[w][q]);
+    }
+  }
+  return s;
+}
+
+int run(int argc, char** argv) {
+  block_signals();  // before any thread exists: signals go to the signalfd only
+
+  CLI::App app{"burstd: the burst soft-RoCE daemon (runs in the foreground)"};
+  std::string config_path = kDefaultConfigPath;
+  std::string netdev, backend, socket_path, xdp_mode, log_level;
+  uint32_t workers = 0;
+  auto* config_opt =
+      app.add_option("--config", config_path, "configuration file")->capture_default_str();
+  app.add_option("--netdev", netdev, "the network interface that carries RoCE");
+  app.add_option("--backend", backend, "datapath backend")
+      ->check(CLI::IsMember({"xdp", "loopback"}));
+  app.add_option("--workers", workers, "worker threads")
+      ->check(CLI::Range(1, BURST_CTL_MAX_WORKERS));
+  app.add_option("--socket", socket_path,
+                 "control socket path (default " BURST_CTL_DEFAULT_SOCKET ")");
+  app.add_option("--xdp-mode", xdp_mode, "XDP attach mode")
+      ->check(CLI::IsMember({"auto", "native", "generic"}));
+  app.add_option("--log-level", log_level, "error, warning, info or debug")
+      ->check(CLI::IsMember({"error", "warning", "info", "debug"}));
+  app.set_version_flag("--version", "burstd " BURST_VERSION_STRING);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  Config config;
+  std::string err;
+  bool missing = false;
+  if (!load_config(config_path, config_opt->count() > 0, &config, &missing, &err)) return fail(err);
+  const std::pair<const char*, const std::string*> overrides[] = {{"netdev", &netdev},
+                                                                  {"backend", &backend},
+                                                                  {"socket", &socket_path},
+                                                                  {"xdp_mode", &xdp_mode},
+                                                                  {"log_level", &log_level}};
+  for (const auto& [key, value] : overrides) {
+    if (!value->empty() && !set_config_value(&config, key, *value, &err)) return fail(err);
+  }
+  if (workers != 0) config.workers = workers;
+  if (!validate_config(config, &err)) return fail(err);
+  LogLevel level;
+  parse_log_level(config.log_level, &level);
+  set_log_level(level);
+
+  BURSTD_INFO("burstd %s (pid %d): backend %s%s%s, %u workers, %s", BURST_VERSION_STRING,
+              static_cast<int>(getpid()), backend_kind_name(config.backend),
+              config.netdev.empty() ? "" : " on ", config.netdev.c_str(), config.workers,
+              missing ? ("no " + config_path + ", defaults and flags").c_str()
+                      : ("config " + config_path).c_str());
+
+  // The socket first: a second daemon on the same path stops before touching the port.
+  std::unique_ptr<ControlSocket> sock =
+      ControlSocket::Bind(config.socket_path, config.socket_mode, &err);
+  if (!sock) return fail(err);
+  if (sock->replaced_stale())
+    BURSTD_INFO("replaced the stale control socket %s", sock->path().c_str());
+
+  std::unique_ptr<Device> device = Device::Open(config, &err);
+  if (!device) return fail(err);
+  BURSTD_INFO("%s", describe(*device).c_str());
+  int rc = 0;
+  {
+    Resources resources(*device, config.command_timeout_ms);
+    Dispatcher dispatcher(config, *device, resources);
+    device->start();
+    EventLoop loop(config, *sock, dispatcher);
+    if (!loop.run(&err)) {
+      BURSTD_ERROR("%s", err.c_str());
+      rc = 1;
+    }
+  }  // clients closed and their objects released while the workers still run
+  device->stop();
+  device.reset();  // workers, queues, then the XDP program is detached
+  const std::string path = sock->path();
+  sock.reset();
+  BURSTD_INFO("stopped; control socket %s removed", path.c_str());
+  return rc;
+}
+
+}  // namespace
+}  // namespace burst::burstd
+
+int main(int argc, char** argv) { return burst::burstd::run(argc, argv); }

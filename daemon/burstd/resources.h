@@ -1,0 +1,108 @@
+// The objects clients create (PDs, CQs, QPs), per client, with per-client
+// handles: a client can name only what it created. Every operation that touches
+// an Engine runs on the worker owning it (WorkerBase::run).
+//
+//   PD  an entry of the device-wide MrTable.
+//   CQ  a daemon object with a depth; the Engine CQ ("shard") is created on a
+//       worker when the first QP of that worker uses the CQ, so QPs of one CQ
+//       may live on several workers. (How their completions reach one
+//       shared-memory CQ ring is the data path's business.)
+//   QP  lives on one worker, chosen round-robin; its QPN is global.
+//
+// Threading: control thread only (the closures it hands to workers run while it
+// waits for them).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/verbs.h"
+#include "daemon/burstd/device.h"
+#include "daemon/ctl/burst_ctl_proto.h"
+
+namespace burst::burstd {
+
+class Resources {
+ public:
+  Resources(Device& device, uint32_t command_timeout_ms);
+  ~Resources();  // releases every client still registered
+
+  void add_client(uint32_t client, pid_t pid);
+  struct Released {
+    uint32_t qps = 0;
+    uint32_t cqs = 0;
+    uint32_t pds = 0;
+    uint64_t flushed = 0;  // completions flushed from the client's CQs
+    uint32_t leaked = 0;   // objects a worker did not release in time (logged)
+  };
+  // Everything the client created: QPs to ERR (outstanding work flushed) and
+  // destroyed on their workers, then its CQs, then its PDs.
+  Released release_client(uint32_t client);
+
+  // Operations. Each returns 0 or an errno value.
+  int alloc_pd(uint32_t client, uint32_t* handle);
+  int dealloc_pd(uint32_t client, uint32_t handle);
+  int create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32_t* actual);
+  int destroy_cq(uint32_t client, uint32_t handle);
+  int create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
+                burst_ctl_create_qp_resp* resp);
+  int modify_qp(uint32_t client, uint32_t handle, uint32_t mask, const burst_ctl_qp_attr& attr);
+  int query_qp(uint32_t client, uint32_t handle, burst_ctl_query_qp_resp* resp);
+  int destroy_qp(uint32_t client, uint32_t handle);
+
+  // QPs with qpn >= start, ascending, at most max; *total = QPs in burstd,
+  // *next = start of the next page (0 if none).
+  int list_qps(uint32_t start, uint32_t max, std::vector<burst_ctl_qp_info>* out, uint32_t* total,
+               uint32_t* next);
+
+  uint32_t pd_count() const;
+  uint32_t cq_count() const;
+  uint32_t qp_count() const;
+  uint32_t qps_on(uint32_t worker) const;
+
+  // Wire <-> core attribute conversion (1:1, values checked); public for tests.
+  static int attr_from_wire(const burst_ctl_qp_attr& in, uint32_t mask, core::QpAttr* out);
+  static burst_ctl_qp_attr attr_to_wire(const core::QpAttr& in);
+
+ private:
+  struct Pd {
+    uint32_t pd = 0;    // MrTable PD
+    uint32_t refs = 0;  // QPs using it
+  };
+  struct Cq {
+    uint32_t cqe = 0;
+    uint32_t refs = 0;            // QPs using it (as send or receive CQ)
+    std::vector<uint32_t> shard;  // per worker: Engine CQ id, 0 = none yet
+  };
+  struct Qp {
+    uint32_t qpn = 0;
+    uint32_t worker = 0;
+    uint8_t type = 0;
+    bool sq_sig_all = false;
+    uint32_t pd = 0;  // handles
+    uint32_t send_cq = 0;
+    uint32_t recv_cq = 0;
+  };
+  struct Client {
+    pid_t pid = 0;
+    uint32_t next_handle = 1;  // one namespace for PDs, CQs and QPs, never reused
+    std::map<uint32_t, Pd> pds;
+    std::map<uint32_t, Cq> cqs;
+    std::map<uint32_t, Qp> qps;
+  };
+
+  Client* find(uint32_t client);
+  int on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn);
+  int resolve_dmac(core::Address* ah);
+
+  Device& device_;
+  uint32_t timeout_ms_;
+  uint32_t next_worker_ = 0;
+  std::map<uint32_t, Client> clients_;
+};
+
+}  // namespace burst::burstd

@@ -1,0 +1,133 @@
+#include "daemon/burstd/worker.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+
+namespace burst::burstd {
+namespace {
+
+constexpr uint32_t kSpinLoops = 64;    // idle iterations before yielding
+constexpr uint32_t kYieldLoops = 256;  // then yields before sleeping
+constexpr uint32_t kFirstSleepUs = 10;
+constexpr uint32_t kPushRetryUs = 100;
+
+}  // namespace
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+void Command::execute(WorkerBase& w) {
+  uint8_t expected = kQueued;
+  if (!state_.compare_exchange_strong(expected, kRunning)) return;  // abandoned
+  fn_(w);
+  std::lock_guard<std::mutex> lock(mu_);
+  state_.store(kDone);
+  cv_.notify_all();
+}
+
+bool Command::wait(uint32_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                   [this] { return state_.load() == kDone; })) {
+    return true;
+  }
+  uint8_t expected = kQueued;
+  if (state_.compare_exchange_strong(expected, kAbandoned)) return false;
+  // Running: a control closure is short; wait for it to finish.
+  cv_.wait(lock, [this] { return state_.load() == kDone; });
+  return true;
+}
+
+bool CommandQueue::push(std::shared_ptr<Command> c) {
+  const uint32_t head = head_.load(std::memory_order_relaxed);
+  if (head - tail_.load(std::memory_order_acquire) >= kSlots) return false;
+  slots_[head % kSlots] = std::move(c);
+  head_.store(head + 1, std::memory_order_release);
+  return true;
+}
+
+std::shared_ptr<Command> CommandQueue::pop() {
+  const uint32_t tail = tail_.load(std::memory_order_relaxed);
+  if (head_.load(std::memory_order_acquire) == tail) return nullptr;
+  std::shared_ptr<Command> c = std::move(slots_[tail % kSlots]);
+  tail_.store(tail + 1, std::memory_order_release);
+  return c;
+}
+
+WorkerBase::~WorkerBase() {
+  // BackendWorker's destructor stopped the thread before its members went away.
+}
+
+void WorkerBase::start() {
+  if (thread_.joinable()) return;
+  stop_.store(false);
+  thread_ = std::thread([this] { thread_main(); });
+}
+
+void WorkerBase::stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true);
+  thread_.join();
+  // Commands still queued are abandoned by their waiters (run() times out);
+  // none can be queued now: run() executes inline once the thread is gone.
+  while (std::shared_ptr<Command> c = commands_.pop()) c->execute(*this);
+}
+
+int WorkerBase::run(const std::function<void(WorkerBase&)>& fn, uint32_t timeout_ms) {
+  if (!thread_.joinable()) {
+    fn(*this);
+    return 0;
+  }
+  auto cmd = std::make_shared<Command>(fn);
+  const uint64_t deadline = monotonic_ns() + uint64_t{timeout_ms} * 1'000'000u;
+  while (!commands_.push(cmd)) {
+    if (monotonic_ns() >= deadline) return EAGAIN;
+    timespec ts{0, kPushRetryUs * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  const uint64_t now = monotonic_ns();
+  const uint32_t left_ms = now >= deadline ? 1 : uint32_t((deadline - now) / 1'000'000u) + 1;
+  return cmd->wait(left_ms) ? 0 : ETIMEDOUT;
+}
+
+bool WorkerBase::drain_commands() {
+  if (commands_.empty()) return false;
+  while (std::shared_ptr<Command> c = commands_.pop()) {
+    c->execute(*this);
+    ++commands_run_;
+  }
+  return true;
+}
+
+void WorkerBase::back_off(bool worked) {
+  if (worked) {
+    idle_loops_ = 0;
+    sleep_us_ = 0;
+    return;
+  }
+  ++idle_loops_;
+  if (idle_loops_ < kSpinLoops) return;
+  if (idle_loops_ < kSpinLoops + kYieldLoops || options_.idle_sleep_max_us == 0) {
+    sched_yield();
+    return;
+  }
+  sleep_us_ = sleep_us_ == 0 ? kFirstSleepUs : std::min(sleep_us_ * 2, options_.idle_sleep_max_us);
+  sleep_us_ = std::min(sleep_us_, options_.idle_sleep_max_us);
+  timespec ts{0, long(sleep_us_) * 1000};
+  nanosleep(&ts, nullptr);
+  ++idle_sleeps_;
+}
+
+void WorkerBase::base_stats(WorkerStats* out) {
+  out->idle_sleeps = idle_sleeps_;
+  out->commands = commands_run_;
+}
+
+}  // namespace burst::burstd

@@ -1,0 +1,171 @@
+// Worker threads of burstd. Each worker owns one transport Engine, its datapath
+// queues and the core::Worker poll loop joining them; every call into that
+// Engine (datapath and control) runs on the worker's thread. The control thread
+// reaches a worker through its command queue: run() posts a closure, the worker
+// runs it between two loop iterations, the control thread waits (bounded).
+//
+//   control thread                      worker thread
+//   run(fn) --push--> CommandQueue --pop--> fn(worker) between poll_once() calls
+//          <--------- done (mutex + condition variable, off the fast path)
+//
+// An idle worker backs off: it spins a little, then yields, then sleeps with a
+// growing interval up to idle_sleep_max_us (machines with fewer cores than
+// threads must not be eaten by polling); any work resets the back-off.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/copy/copy_engine.h"
+#include "core/engine.h"
+#include "core/worker.h"
+#include "datapath/datapath.h"
+
+namespace burst::burstd {
+
+class WorkerBase;
+
+// What QUERY_WORKERS and QUERY_COUNTERS report, copied on the worker thread.
+struct WorkerStats {
+  core::WorkerCounters loop;
+  core::EngineCounters engine;
+  uint64_t idle_sleeps = 0;
+  uint64_t commands = 0;
+  std::vector<uint32_t> queue_ids;
+  std::vector<std::pair<std::string, uint64_t>> backend;  // backend counters by name
+};
+
+// One control operation for one worker.
+class Command {
+ public:
+  enum State : uint8_t { kQueued, kRunning, kDone, kAbandoned };
+  explicit Command(std::function<void(WorkerBase&)> fn) : fn_(std::move(fn)) {}
+
+  // Worker thread: runs the closure unless the control thread gave up on it.
+  void execute(WorkerBase& w);
+  // Control thread: waits until done; false (and the closure will never run)
+  // when it had not started within timeout_ms.
+  bool wait(uint32_t timeout_ms);
+
+ private:
+  std::function<void(WorkerBase&)> fn_;
+  std::atomic<uint8_t> state_{kQueued};  // written by both threads (CAS), see State
+  std::mutex mu_;                        // with cv_: completion notification
+  std::condition_variable cv_;
+};
+
+// Single producer (control thread), single consumer (the worker).
+class CommandQueue {
+ public:
+  static constexpr uint32_t kSlots = 64;
+  bool push(std::shared_ptr<Command> c);  // control thread; false when full
+  std::shared_ptr<Command> pop();         // worker thread; nullptr when empty
+  bool empty() const {                    // worker thread
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::array<std::shared_ptr<Command>, kSlots> slots_;
+  alignas(64) std::atomic<uint32_t> head_{0};  // written by the control thread, read by the worker
+  alignas(64) std::atomic<uint32_t> tail_{0};  // written by the worker, read by the control thread
+};
+
+struct WorkerOptions {
+  uint32_t idle_sleep_max_us = 1000;
+};
+
+class WorkerBase {
+ public:
+  WorkerBase(uint32_t index, const WorkerOptions& options) : index_(index), options_(options) {}
+  virtual ~WorkerBase();
+  WorkerBase(const WorkerBase&) = delete;
+  WorkerBase& operator=(const WorkerBase&) = delete;
+
+  uint32_t index() const { return index_; }
+
+  // Control thread.
+  void start();
+  void stop();  // asks the loop to end and joins the thread
+  bool running() const { return thread_.joinable(); }
+  // Runs fn on the worker thread and waits for it. Returns 0, ETIMEDOUT (fn did
+  // not start within timeout_ms and never will) or EAGAIN (queue full). Before
+  // start() and after stop(), fn runs on the calling thread.
+  int run(const std::function<void(WorkerBase&)>& fn, uint32_t timeout_ms);
+
+  // Worker thread (inside run()).
+  virtual core::Engine& engine() = 0;
+  virtual void stats(WorkerStats* out) = 0;
+
+ protected:
+  virtual void thread_main() = 0;
+  bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
+  bool drain_commands();              // worker thread; true when it ran any
+  void back_off(bool worked);         // worker thread
+  void base_stats(WorkerStats* out);  // worker thread
+
+ private:
+  const uint32_t index_;
+  const WorkerOptions options_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};  // written by the control thread, read by the worker
+  CommandQueue commands_;
+  // Written and read by the worker thread only.
+  uint32_t idle_loops_ = 0;
+  uint32_t sleep_us_ = 0;
+  uint64_t idle_sleeps_ = 0;
+  uint64_t commands_run_ = 0;
+};
+
+uint64_t monotonic_ns();
+
+// A worker over backend B (one instantiation per backend: direct calls, no
+// virtual dispatch in the loop). Owns its backend object, copy engine, Engine
+// and core::Worker, destroyed in that reverse order.
+template <datapath::Backend B>
+class BackendWorker final : public WorkerBase {
+ public:
+  using StatsHook = std::function<void(B&, WorkerStats*)>;
+
+  BackendWorker(uint32_t index, const WorkerOptions& options, const core::EngineConfig& config,
+                core::MrTable& mrs, std::unique_ptr<B> port, core::Handoff* handoff, StatsHook hook)
+      : WorkerBase(index, options),
+        port_(std::move(port)),
+        engine_(config, mrs, copier_),
+        worker_(engine_, *port_, handoff, index),
+        hook_(std::move(hook)) {}
+  ~BackendWorker() override { stop(); }
+
+  core::Engine& engine() override { return engine_; }
+  void stats(WorkerStats* out) override {
+    base_stats(out);
+    out->loop = worker_.counters();
+    out->engine = engine_.counters();
+    if (hook_) hook_(*port_, out);
+  }
+
+ private:
+  void thread_main() override {
+    while (!stop_requested()) {
+      bool worked = drain_commands();
+      worked |= worker_.poll_once(monotonic_ns());
+      back_off(worked);
+    }
+  }
+
+  std::unique_ptr<B> port_;
+  core::CopyEngine copier_;
+  core::Engine engine_;
+  core::Worker<B> worker_;
+  StatsHook hook_;
+};
+
+}  // namespace burst::burstd

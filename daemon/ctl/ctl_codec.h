@@ -1,0 +1,81 @@
+// Encoding and validation helpers of the burst control protocol
+// (daemon/ctl/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
+// the verbs provider. No dependencies beyond libc; nothing here allocates except
+// the string helpers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "daemon/ctl/burst_ctl_proto.h"
+
+namespace burst::ctl {
+
+// What the protocol knows about one op.
+struct OpSpec {
+  uint16_t op;
+  const char* name;           // "CREATE_QP"
+  uint32_t request_size;      // exact size of a request
+  uint32_t response_size;     // size of a successful response (list ops: the largest)
+  uint32_t response_entries;  // list ops: offset of entries[] (0 for fixed responses)
+  uint32_t entry_size;        // list ops: size of one entry
+};
+
+// nullptr for an unknown op.
+const OpSpec* find_op(uint16_t op);
+const char* op_name(uint16_t op);  // "unknown" for an unknown op
+
+// The result of checking the framing of one received request. `error` is 0 or an
+// errno value for the response; `close` says the peer does not speak this
+// protocol at all (bad magic, shorter than a header) and the connection should
+// be closed after the error response. Version and HELLO state are the server's.
+struct RequestCheck {
+  int error = 0;
+  bool close = false;
+  uint16_t op = 0;
+  uint16_t version = 0;
+  uint64_t request_id = 0;
+};
+RequestCheck check_request(const void* msg, size_t len);
+
+// Checks a response to the request (op, request_id) in msg[0, len): magic, op,
+// id, length field, and the size for the op (list ops: count * entry). Returns 0
+// or EBADMSG / EPROTO. The status field is not interpreted here.
+int check_response(const void* msg, size_t len, uint16_t op, uint64_t request_id);
+
+void init_request(burst_ctl_hdr* h, uint16_t op, uint32_t length, uint16_t version,
+                  uint64_t request_id);
+// A response header for `req` (op | BURST_CTL_RESPONSE, its id and version).
+void init_response(burst_ctl_hdr* h, const burst_ctl_hdr& req, uint32_t length, int status);
+
+// The highest version in [client_min, client_max] that burstd speaks, 0 if none.
+uint16_t negotiate_version(uint16_t client_min, uint16_t client_max);
+
+// Bytes of a list response with `count` entries.
+uint32_t list_length(uint16_t op, uint32_t count);
+
+// Fixed-size string fields: copies at most cap - 1 bytes and NUL-terminates
+// (zero-filling the rest); reading stops at the first NUL or at cap.
+void set_str(char* dst, size_t cap, std::string_view s);
+std::string get_str(const char* src, size_t cap);
+template <size_t N>
+void set_str(char (&dst)[N], std::string_view s) {
+  set_str(dst, N, s);
+}
+template <size_t N>
+std::string get_str(const char (&src)[N]) {
+  return get_str(src, N);
+}
+
+// Names for tables and JSON.
+const char* backend_name(uint16_t backend);  // "loopback", "xdp", "dpdk", "unknown"
+const char* xdp_mode_name(uint8_t mode);     // "none", "native", "generic"
+const char* memory_mode_name(uint8_t mode);  // "cma", "shm", "kmod"
+const char* port_state_name(uint8_t state);  // "ACTIVE", "DOWN"
+const char* qp_type_name(uint8_t type);      // "RC", "UC", "UD"
+const char* qp_state_name(uint8_t state);    // "RESET", "INIT", ... "ERR"
+uint32_t mtu_bytes(uint8_t ibv_mtu);         // IBV_MTU_* -> bytes, 0 if invalid
+
+}  // namespace burst::ctl
