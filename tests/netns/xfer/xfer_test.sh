@@ -5,7 +5,7 @@
 #      1 and 8 QPs x RoCE MTU 1024 (1500-byte link) and 4096 (9000-byte link),
 #      every byte verified; while they run, ping and a TCP transfer between the
 #      same namespaces keep working (the NIC is shared with the kernel);
-#   2. workers: 2 workers against 1 (frames handed between workers);
+#   2. RoCEv2 over IPv6; workers: 2 workers against 1 (frames handed between workers);
 #   3. kill -9 of a burst-xfer server, then a fresh server on the same
 #      interface (the stale XDP program is replaced) serves a client.
 # Usage: xfer_test.sh BURST_XFER [quick]
@@ -28,6 +28,8 @@ inA ip link set lo up
 inB ip link set lo up
 inA ip addr add 10.66.0.1/24 dev va
 inB ip addr add 10.66.0.2/24 dev vb
+inA ip addr add fd66::1/64 dev va nodad
+inB ip addr add fd66::2/64 dev vb nodad
 
 set_mtu() {
   inA ip link set va mtu "$1" up
@@ -46,7 +48,7 @@ xfer() {
   nsenter --net=/run/netns/"$NB" timeout 120 "$X" --backend xdp --netdev vb "${sargs[@]}" >"$TMP/$name.srv" 2>&1 &
   local spid=$!
   BG_PIDS+=("$spid")
-  if ! inA timeout 120 "$X" --backend xdp --netdev va "${cargs[@]}" 10.66.0.2 >"$TMP/$name.cli" 2>&1; then
+  if ! inA timeout 120 "$X" --backend xdp --netdev va "${cargs[@]}" "${SERVER:-10.66.0.2}" >"$TMP/$name.cli" 2>&1; then
     cat "$TMP/$name.cli" "$TMP/$name.srv"
     fail "$name: client failed"
   fi
@@ -129,6 +131,10 @@ for op in write write_imm read send; do
 done
 xfer "mtu4096-send-64M" -- --op send --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 4096 --verify
 xfer "mtu4096-write_imm-64M" -- --op write_imm --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 4096 --verify
+
+log "RoCEv2 over IPv6 (the server named by its IPv6 address)"
+SERVER=fd66::2 xfer "ipv6-send" -- --op send --size 5000 --qps 2 --depth 4 --iters 64 --mtu 4096 --verify
+SERVER=fd66::2 xfer "ipv6-read" -- --op read --size 100000 --qps 2 --depth 4 --iters 16 --mtu 4096 --verify
 
 log "workers: server with 2 workers, client with 1 (frames handed over between workers)"
 xfer "workers-2v1" --workers 2 -- --op send --size 5000 --qps 8 --depth 4 --iters 400 --mtu 4096 --verify --workers 1
