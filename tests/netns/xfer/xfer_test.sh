@@ -58,7 +58,7 @@ xfer() {
   fi
   grep -q "verify=ok" "$TMP/$name.cli" || { cat "$TMP/$name.cli"; fail "$name: not verified"; }
   grep -q "peer_verify_failures=0" "$TMP/$name.cli" || { cat "$TMP/$name.cli"; fail "$name: peer verification"; }
-  echo "$name: $(grep -o 'msgs=[0-9]* .*goodput=[0-9.]* Gbit/s' "$TMP/$name.cli") $(grep -o 'drops=[0-9]*' "$TMP/$name.cli")"
+  echo "$name: $(grep -o 'msgs=[0-9]* .*goodput=[0-9.]* Gbit/s' "$TMP/$name.cli") $(grep -o ' drops=[0-9]*' "$TMP/$name.cli" | head -1)"
 }
 
 probe_xdp() {
