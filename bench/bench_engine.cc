@@ -35,7 +35,11 @@ void BM_EngineRxWrite(benchmark::State& state) { run(state, kRx); }
 void BM_EngineTxWrite(benchmark::State& state) { run(state, kTx); }
 
 // Args: {path MTU, verify ICRC on receive}
-BENCHMARK(BM_EngineRxWrite)->Args({1024, 1})->Args({1024, 0})->Args({4096, 1})->Args({4096, 0})
+BENCHMARK(BM_EngineRxWrite)
+    ->Args({1024, 1})
+    ->Args({1024, 0})
+    ->Args({4096, 1})
+    ->Args({4096, 0})
     ->UseManualTime();
 BENCHMARK(BM_EngineTxWrite)->Args({1024, 1})->Args({4096, 1})->UseManualTime();
 

@@ -11,7 +11,13 @@ namespace burst::core {
 enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
 
 enum class QpState : uint8_t {  // IBV_QPS_*
-  kReset = 0, kInit = 1, kRtr = 2, kRts = 3, kSqd = 4, kSqe = 5, kErr = 6,
+  kReset = 0,
+  kInit = 1,
+  kRtr = 2,
+  kRts = 3,
+  kSqd = 4,
+  kSqe = 5,
+  kErr = 6,
 };
 
 enum class Mtu : uint8_t { k256 = 1, k512 = 2, k1024 = 3, k2048 = 4, k4096 = 5 };  // IBV_MTU_*
@@ -25,29 +31,66 @@ enum AccessFlags : uint32_t {  // IBV_ACCESS_*
 };
 
 enum class WrOpcode : uint8_t {  // IBV_WR_*
-  kRdmaWrite = 0, kRdmaWriteWithImm = 1, kSend = 2, kSendWithImm = 3, kRdmaRead = 4,
-  kAtomicCmpAndSwp = 5, kAtomicFetchAndAdd = 6, kLocalInv = 7, kBindMw = 8, kSendWithInv = 9,
+  kRdmaWrite = 0,
+  kRdmaWriteWithImm = 1,
+  kSend = 2,
+  kSendWithImm = 3,
+  kRdmaRead = 4,
+  kAtomicCmpAndSwp = 5,
+  kAtomicFetchAndAdd = 6,
+  kLocalInv = 7,
+  kBindMw = 8,
+  kSendWithInv = 9,
 };
 
 enum SendFlags : uint32_t {  // IBV_SEND_*
-  kSendFence = 1u << 0, kSendSignaled = 1u << 1, kSendSolicited = 1u << 2, kSendInline = 1u << 3,
+  kSendFence = 1u << 0,
+  kSendSignaled = 1u << 1,
+  kSendSolicited = 1u << 2,
+  kSendInline = 1u << 3,
 };
 
 enum class WcStatus : uint8_t {  // IBV_WC_*
-  kSuccess = 0, kLocLenErr = 1, kLocQpOpErr = 2, kLocEecOpErr = 3, kLocProtErr = 4,
-  kWrFlushErr = 5, kMwBindErr = 6, kBadRespErr = 7, kLocAccessErr = 8, kRemInvReqErr = 9,
-  kRemAccessErr = 10, kRemOpErr = 11, kRetryExcErr = 12, kRnrRetryExcErr = 13,
-  kLocRddViolErr = 14, kRemInvRdReqErr = 15, kRemAbortErr = 16, kInvEecnErr = 17,
-  kInvEecStateErr = 18, kFatalErr = 19, kRespTimeoutErr = 20, kGeneralErr = 21,
+  kSuccess = 0,
+  kLocLenErr = 1,
+  kLocQpOpErr = 2,
+  kLocEecOpErr = 3,
+  kLocProtErr = 4,
+  kWrFlushErr = 5,
+  kMwBindErr = 6,
+  kBadRespErr = 7,
+  kLocAccessErr = 8,
+  kRemInvReqErr = 9,
+  kRemAccessErr = 10,
+  kRemOpErr = 11,
+  kRetryExcErr = 12,
+  kRnrRetryExcErr = 13,
+  kLocRddViolErr = 14,
+  kRemInvRdReqErr = 15,
+  kRemAbortErr = 16,
+  kInvEecnErr = 17,
+  kInvEecStateErr = 18,
+  kFatalErr = 19,
+  kRespTimeoutErr = 20,
+  kGeneralErr = 21,
 };
 
 enum class WcOpcode : uint8_t {  // IBV_WC_*
-  kSend = 0, kRdmaWrite = 1, kRdmaRead = 2, kCompSwap = 3, kFetchAdd = 4, kBindMw = 5,
-  kLocalInv = 6, kRecv = 128, kRecvRdmaWithImm = 129,
+  kSend = 0,
+  kRdmaWrite = 1,
+  kRdmaRead = 2,
+  kCompSwap = 3,
+  kFetchAdd = 4,
+  kBindMw = 5,
+  kLocalInv = 6,
+  kRecv = 128,
+  kRecvRdmaWithImm = 129,
 };
 
 enum WcFlags : uint32_t {  // IBV_WC_*
-  kWcGrh = 1u << 0, kWcWithImm = 1u << 1, kWcWithInv = 1u << 3,
+  kWcGrh = 1u << 0,
+  kWcWithImm = 1u << 1,
+  kWcWithInv = 1u << 3,
 };
 
 // Everything needed to address a peer on the wire (the resolved form of ibv_ah_attr
@@ -77,8 +120,8 @@ struct SendWr {
   uint32_t send_flags = 0;
   uint32_t num_sge = 0;
   std::array<Sge, kMaxSge> sg_list{};
-  uint32_t imm_data = 0;        // host order here; network order on the wire
-  uint32_t invalidate_rkey = 0; // kSendWithInv
+  uint32_t imm_data = 0;         // host order here; network order on the wire
+  uint32_t invalidate_rkey = 0;  // kSendWithInv
   struct {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
@@ -120,12 +163,26 @@ struct Wc {
 
 // ibv_qp_attr_mask bits (same values as IBV_QP_*).
 enum QpAttrMask : uint32_t {
-  kQpState = 1u << 0, kQpCurState = 1u << 1, kQpEnSqdAsyncNotify = 1u << 2,
-  kQpAccessFlags = 1u << 3, kQpPkeyIndex = 1u << 4, kQpPort = 1u << 5, kQpQkey = 1u << 6,
-  kQpAv = 1u << 7, kQpPathMtu = 1u << 8, kQpQpTimeout = 1u << 9, kQpRetryCnt = 1u << 10,
-  kQpRnrRetry = 1u << 11, kQpRqPsn = 1u << 12, kQpMaxQpRdAtomic = 1u << 13,
-  kQpAltPath = 1u << 14, kQpMinRnrTimer = 1u << 15, kQpSqPsn = 1u << 16,
-  kQpMaxDestRdAtomic = 1u << 17, kQpPathMigState = 1u << 18, kQpCap = 1u << 19,
+  kQpState = 1u << 0,
+  kQpCurState = 1u << 1,
+  kQpEnSqdAsyncNotify = 1u << 2,
+  kQpAccessFlags = 1u << 3,
+  kQpPkeyIndex = 1u << 4,
+  kQpPort = 1u << 5,
+  kQpQkey = 1u << 6,
+  kQpAv = 1u << 7,
+  kQpPathMtu = 1u << 8,
+  kQpQpTimeout = 1u << 9,
+  kQpRetryCnt = 1u << 10,
+  kQpRnrRetry = 1u << 11,
+  kQpRqPsn = 1u << 12,
+  kQpMaxQpRdAtomic = 1u << 13,
+  kQpAltPath = 1u << 14,
+  kQpMinRnrTimer = 1u << 15,
+  kQpSqPsn = 1u << 16,
+  kQpMaxDestRdAtomic = 1u << 17,
+  kQpPathMigState = 1u << 18,
+  kQpCap = 1u << 19,
   kQpDestQpn = 1u << 20,
 };
 
@@ -145,7 +202,7 @@ struct QpAttr {
   uint8_t retry_cnt = 7;      // 0..7
   uint8_t rnr_retry = 7;      // 0..7, 7 = infinite
   uint8_t min_rnr_timer = 0;  // IBA encoded RNR NAK timer (0..31)
-  uint8_t max_rd_atomic = 1;       // outstanding READ/atomic as requester
+  uint8_t max_rd_atomic = 1;  // outstanding READ/atomic as requester
   uint8_t max_dest_rd_atomic = 1;  // outstanding READ/atomic as responder
   uint8_t sq_draining = 0;
 };

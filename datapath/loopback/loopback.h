@@ -18,10 +18,10 @@
 namespace burst::datapath {
 
 struct LoopbackFaults {
-  double drop = 0.0;       // probability a frame is lost
-  double duplicate = 0.0;  // probability a frame is delivered twice
-  double reorder = 0.0;    // probability a frame is held back behind later ones
-  double corrupt = 0.0;    // probability one byte of a frame is flipped
+  double drop = 0.0;           // probability a frame is lost
+  double duplicate = 0.0;      // probability a frame is delivered twice
+  double reorder = 0.0;        // probability a frame is held back behind later ones
+  double corrupt = 0.0;        // probability one byte of a frame is flipped
   uint32_t reorder_depth = 8;  // a held-back frame is released after at most this many others
   uint64_t seed = 1;
 };

@@ -2,6 +2,8 @@
 // sizes 0 B .. 16 MB, MTU 1024 and 4096, with seeded loss, reordering,
 // duplication and corruption in both directions. Every byte is verified, and
 // every completion must arrive exactly once, in order, with the right status.
+#include "tools/common/engine_pair.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,8 +12,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include "tools/common/engine_pair.h"
 
 namespace burst::test {
 using tools::EnginePair;
@@ -26,11 +26,16 @@ enum class Op { kWrite, kWriteImm, kSend, kSendImm, kRead };
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::kWrite: return "Write";
-    case Op::kWriteImm: return "WriteImm";
-    case Op::kSend: return "Send";
-    case Op::kSendImm: return "SendImm";
-    case Op::kRead: return "Read";
+    case Op::kWrite:
+      return "Write";
+    case Op::kWriteImm:
+      return "WriteImm";
+    case Op::kSend:
+      return "Send";
+    case Op::kSendImm:
+      return "SendImm";
+    case Op::kRead:
+      return "Read";
   }
   return "?";
 }
@@ -112,7 +117,7 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
   const size_t alloc = std::max<size_t>(total, 1);
   std::vector<uint8_t> src(alloc), dst(alloc, 0xEE), expect;
   fill_pattern(src.data(), total, c.size * 31 + c.count);
-  const int data_side = c.op == Op::kRead ? 1 : 0;   // who holds the source bytes
+  const int data_side = c.op == Op::kRead ? 1 : 0;  // who holds the source bytes
   const int sink_side = data_side ^ 1;
   uint8_t* src_mem = src.data();
   uint8_t* dst_mem = dst.data();
@@ -171,8 +176,8 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
     pair.poll(1, &wc1);
     return wc0.size() >= c.count && wc1.size() >= want1;
   });
-  ASSERT_TRUE(done) << "completions: requester " << wc0.size() << "/" << c.count
-                    << ", responder " << wc1.size() << "/" << want1;
+  ASSERT_TRUE(done) << "completions: requester " << wc0.size() << "/" << c.count << ", responder "
+                    << wc1.size() << "/" << want1;
   // Let the wire settle: duplicates and retransmissions must not produce more.
   pair.run_until([] { return false; }, 20'000, 10'000);
   pair.poll(0, &wc0);
@@ -180,9 +185,9 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
   ASSERT_EQ(wc0.size(), c.count);
   ASSERT_EQ(wc1.size(), want1);
 
-  const WcOpcode req_op = c.op == Op::kRead ? WcOpcode::kRdmaRead
+  const WcOpcode req_op = c.op == Op::kRead                             ? WcOpcode::kRdmaRead
                           : (c.op == Op::kSend || c.op == Op::kSendImm) ? WcOpcode::kSend
-                                                                         : WcOpcode::kRdmaWrite;
+                                                                        : WcOpcode::kRdmaWrite;
   for (uint32_t m = 0; m < c.count; ++m) {
     SCOPED_TRACE("message " + std::to_string(m));
     EXPECT_EQ(wc0[m].wr_id, 100u + m);
@@ -216,8 +221,8 @@ TEST_P(RcTransfer, EveryByteAndEveryCompletion) {
   // Corrupted frames must be caught (by the ICRC, or by the header checks when
   // the flip hit Ethernet/IP/UDP); a flip in a masked or unchecked field (TTL,
   // MAC) is harmless, so ask for detections only when several frames were hit.
-  const uint64_t corrupted = pair.wire().port(0).counters().corrupted +
-                             pair.wire().port(1).counters().corrupted;
+  const uint64_t corrupted =
+      pair.wire().port(0).counters().corrupted + pair.wire().port(1).counters().corrupted;
   uint64_t caught = 0;
   for (int s = 0; s < 2; ++s)
     for (uint64_t d : pair.engine(s).counters().rx_parse_drop) caught += d;
@@ -315,8 +320,8 @@ TEST_P(Atomics, ExecutedExactlyOnce) {
     EXPECT_EQ(wc[i].wr_id, static_cast<uint64_t>(i));
     EXPECT_EQ(wc[i].status, WcStatus::kSuccess);
     EXPECT_EQ(wc[i].opcode, i < kAdds ? WcOpcode::kFetchAdd : WcOpcode::kCompSwap);
-    const uint64_t want = i < kAdds ? 1000 + 3 * static_cast<uint64_t>(i)
-                                    : static_cast<uint64_t>(i - kAdds);
+    const uint64_t want =
+        i < kAdds ? 1000 + 3 * static_cast<uint64_t>(i) : static_cast<uint64_t>(i - kAdds);
     EXPECT_EQ(results[i], want) << "atomic " << i;
   }
   EXPECT_EQ(counter[0], 1000u + 3u * kAdds);
@@ -447,7 +452,6 @@ TEST(Ud, DatagramsCarryGrhAndData) {
   }
 }
 
-
 // Many seeds of the mixed fault profile: each one a different interleaving of
 // loss, duplication, reordering and corruption in both directions.
 class SeedSweep : public testing::TestWithParam<uint64_t> {};
@@ -571,7 +575,10 @@ TEST(Rnr, SendWaitsForReceive) {
   std::vector<core::Wc> wc0, wc1;
   // Run 5 ms of virtual time with no receive posted: RNR NAKs, no completion.
   const uint64_t until = pair.now_ns() + 5'000'000;
-  pair.run_until([&] { pair.poll(0, &wc0); return pair.now_ns() >= until; });
+  pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return pair.now_ns() >= until;
+  });
   EXPECT_TRUE(wc0.empty());
   EXPECT_GT(pair.engine(1).counters().rnr_naks_sent, 0u);
   EXPECT_GT(pair.engine(0).counters().rnr_naks_received, 0u);
@@ -612,7 +619,10 @@ TEST(Rnr, RetryExhaustedErrorsTheQp) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   std::vector<core::Wc> wc0;
-  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 3; }));
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return wc0.size() == 3;
+  }));
   EXPECT_EQ(wc0[0].status, WcStatus::kRnrRetryExcErr);
   EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(wc0[2].status, WcStatus::kWrFlushErr);
@@ -647,7 +657,10 @@ TEST(Retry, DeadLinkExhaustsRetries) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   std::vector<core::Wc> wc0;
-  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 2; }));
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return wc0.size() == 2;
+  }));
   EXPECT_EQ(wc0[0].status, WcStatus::kRetryExcErr);
   EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(pair.engine(0).counters().timeouts, 4u);  // first try + 3 retries, each timed out
@@ -674,7 +687,10 @@ TEST(Access, WrongRkeyIsRemoteAccessError) {
   wr.wr_id = 2;
   ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   std::vector<core::Wc> wc0;
-  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return wc0.size() == 2; }));
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return wc0.size() == 2;
+  }));
   EXPECT_EQ(wc0[0].status, WcStatus::kRemAccessErr);
   EXPECT_EQ(wc0[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(std::count(dst.begin(), dst.end(), 0), 64) << "nothing written without access";
@@ -702,7 +718,10 @@ TEST(Signaling, UnsignaledThenSignaled) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   std::vector<core::Wc> wc0;
-  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return !wc0.empty(); }));
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return !wc0.empty();
+  }));
   pair.run_until([] { return false; }, 2000, 5000);
   pair.poll(0, &wc0);
   ASSERT_EQ(wc0.size(), 1u);
@@ -730,7 +749,10 @@ TEST(Inline, CopiedAtPostTime) {
   ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   std::fill(src.begin(), src.end(), 0x11);
   std::vector<core::Wc> wc0;
-  ASSERT_TRUE(pair.run_until([&] { pair.poll(0, &wc0); return !wc0.empty(); }));
+  ASSERT_TRUE(pair.run_until([&] {
+    pair.poll(0, &wc0);
+    return !wc0.empty();
+  }));
   EXPECT_EQ(wc0[0].status, WcStatus::kSuccess);
   EXPECT_EQ(std::count(dst.begin(), dst.end(), 0x5A), 48);
 }

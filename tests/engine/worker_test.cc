@@ -1,6 +1,8 @@
 // Worker<Backend> with several workers on one port: frames that arrive on one
 // worker's queue for a QP of another worker are handed over through the SPSC
 // rings and processed by the owner; QPNs of the engines never collide.
+#include "core/worker.h"
+
 #include <gtest/gtest.h>
 
 #include <deque>
@@ -11,7 +13,6 @@
 #include "core/engine.h"
 #include "core/mr.h"
 #include "core/spsc_ring.h"
-#include "core/worker.h"
 #include "core/wire/frame.h"
 #include "core/wire/opcode.h"
 
@@ -106,9 +107,10 @@ TEST(Worker, QpnsAreStripedAndPacketsReachTheirOwner) {
   std::set<uint32_t> all;
   std::vector<std::vector<uint32_t>> qpns(kWorkers);
   for (uint32_t w = 0; w < kWorkers; ++w) {
-    side[w].engine = std::make_unique<core::Engine>(config(kWorkers, w), side[w].mrs, side[w].copier);
-    workers.push_back(std::make_unique<core::Worker<FakeQueue>>(*side[w].engine, side[w].queue,
-                                                               &handoff, w));
+    side[w].engine =
+        std::make_unique<core::Engine>(config(kWorkers, w), side[w].mrs, side[w].copier);
+    workers.push_back(
+        std::make_unique<core::Worker<FakeQueue>>(*side[w].engine, side[w].queue, &handoff, w));
     ASSERT_TRUE(side[w].engine->create_cq(64, &side[w].cq).ok());
     for (int i = 0; i < 5; ++i) {
       core::QpInitAttr ia;
@@ -124,8 +126,12 @@ TEST(Worker, QpnsAreStripedAndPacketsReachTheirOwner) {
       a.qp_state = core::QpState::kInit;
       a.qkey = 7;
       a.port_num = 1;
-      ASSERT_TRUE(side[w].engine->modify_qp(qpn, a, core::kQpState | core::kQpPkeyIndex |
-                                                         core::kQpPort | core::kQpQkey).ok());
+      ASSERT_TRUE(
+          side[w]
+              .engine
+              ->modify_qp(qpn, a,
+                          core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpQkey)
+              .ok());
       a.qp_state = core::QpState::kRtr;
       ASSERT_TRUE(side[w].engine->modify_qp(qpn, a, core::kQpState).ok());
     }
@@ -142,8 +148,8 @@ TEST(Worker, QpnsAreStripedAndPacketsReachTheirOwner) {
   for (uint32_t w = 0; w < kWorkers; ++w) {
     for (uint32_t qpn : qpns[w]) {
       std::vector<uint8_t> f(200);
-      wire::FrameWriter fw(f.data(), static_cast<uint32_t>(f.size()), path,
-                           wire::op::kUdSendOnly, 16);
+      wire::FrameWriter fw(f.data(), static_cast<uint32_t>(f.size()), path, wire::op::kUdSendOnly,
+                           16);
       ASSERT_TRUE(fw.ok());
       fw.bth().set_dest_qpn(qpn);
       fw.deth().set_qkey(7);

@@ -93,16 +93,21 @@ int run_loopback(const Options& o) {
     int n;
     while ((n = pair.engine(1).poll_cq(pair.host(1).cq, wc, 64)) > 0)
       for (int i = 0; i < n; ++i) {
-        const uint32_t q = wc[i].qp_num < resp_of_qpn.size() ? resp_of_qpn[wc[i].qp_num] : UINT32_MAX;
-        if (q == UINT32_MAX) resp_res.error = "completion for an unknown QP";
-        else resps[q]->complete(wc[i], &resp_res);
+        const uint32_t q =
+            wc[i].qp_num < resp_of_qpn.size() ? resp_of_qpn[wc[i].qp_num] : UINT32_MAX;
+        if (q == UINT32_MAX)
+          resp_res.error = "completion for an unknown QP";
+        else
+          resps[q]->complete(wc[i], &resp_res);
       }
     const uint64_t t1 = now_ns();
     while ((n = pair.engine(0).poll_cq(pair.host(0).cq, wc, 64)) > 0)
       for (int i = 0; i < n; ++i) {
         const uint32_t q = wc[i].qp_num < req_of_qpn.size() ? req_of_qpn[wc[i].qp_num] : UINT32_MAX;
-        if (q == UINT32_MAX) req_res.error = "completion for an unknown QP";
-        else reqs[q]->complete(wc[i], t1, &req_res);
+        if (q == UINT32_MAX)
+          req_res.error = "completion for an unknown QP";
+        else
+          reqs[q]->complete(wc[i], t1, &req_res);
       }
     if (!posting) {
       bool idle = true;
@@ -111,8 +116,7 @@ int run_loopback(const Options& o) {
     }
   }
   const double secs = static_cast<double>(now_ns() - start) / 1e9;
-  const DropReport drops =
-      drop_report({&pair.engine(0).counters(), &pair.engine(1).counters()});
+  const DropReport drops = drop_report({&pair.engine(0).counters(), &pair.engine(1).counters()});
   req_res.verify_failures += resp_res.verify_failures;
   std::printf("%s\n", summary_line(o, &req_res, secs, drops, timed_out ? " TIMEOUT" : "").c_str());
   const std::string& err = !req_res.error.empty() ? req_res.error : resp_res.error;

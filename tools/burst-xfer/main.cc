@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
   app.add_option("--window", o.window, "unacknowledged packets per QP (default 256)")
       ->check(CLI::Range(1, 1 << 20));
   auto* it = app.add_option("--iters", o.iters, "messages to transfer in total");
-  auto* du = app.add_option("--duration", o.duration_s, "seconds to run")
-                 ->check(CLI::Range(0.0, 3600.0));
+  auto* du =
+      app.add_option("--duration", o.duration_s, "seconds to run")->check(CLI::Range(0.0, 3600.0));
   it->excludes(du);
   app.add_option("--mtu", o.mtu, "RoCE path MTU")->check(CLI::IsMember({1024, 4096}));
   app.add_flag("--verify", o.verify, "check every byte of every message");
@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
   try {
     if (o.backend == "loopback") {
       if (!o.server.empty() || !o.netdev.empty()) {
-        std::fprintf(stderr, "burst-xfer: --backend loopback runs both peers in this process; "
-                             "it takes no server address or --netdev\n");
+        std::fprintf(stderr,
+                     "burst-xfer: --backend loopback runs both peers in this process; "
+                     "it takes no server address or --netdev\n");
         return 2;
       }
       return burst::tools::run_loopback(o);

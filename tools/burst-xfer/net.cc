@@ -30,8 +30,8 @@
 #include "daemon/net/gid_table.h"
 #include "daemon/net/neigh.h"
 #include "daemon/net/netdev.h"
-#include "datapath/xdp/xdp_port.h"
 #include "datapath/queue_set.h"
+#include "datapath/xdp/xdp_port.h"
 #include "datapath/xdp/xdp_queue.h"
 #include "tools/burst-xfer/sidechannel.h"
 #include "tools/burst-xfer/xfer.h"
@@ -232,9 +232,9 @@ void Node::create_qps() {
     a.qp_state = core::QpState::kInit;
     a.port_num = 1;
     a.qp_access_flags = core::kAccessRemoteWrite | core::kAccessRemoteRead;
-    check(c.engine->modify_qp(qpns_[q], a,
-                              core::kQpState | core::kQpPkeyIndex | core::kQpPort |
-                                  core::kQpAccessFlags),
+    check(c.engine->modify_qp(
+              qpns_[q], a,
+              core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpAccessFlags),
           "modify_qp(INIT)");
   }
 }
@@ -262,8 +262,7 @@ void Node::connect_qps(const std::map<std::string, std::string>& peer) {
     a.ah.sgid_index = static_cast<uint8_t>(sgid_index_);
     check(c.engine->modify_qp(qpns_[q], a,
                               core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn |
-                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic |
-                                  core::kQpMinRnrTimer),
+                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic | core::kQpMinRnrTimer),
           "modify_qp(RTR)");
     a = {};
     a.qp_state = core::QpState::kRts;
@@ -283,8 +282,7 @@ void Node::connect_qps(const std::map<std::string, std::string>& peer) {
     if (client_) {
       RemoteRegion rr{peer_va + q * region_, peer_rkey};
       c.reqs.push_back(std::make_unique<QpRequester>(*c.engine, qpns_[q], q, p_, mine, lkey_,
-                                                     check_.data() + q * region_, check_lkey_,
-                                                     rr));
+                                                     check_.data() + q * region_, check_lkey_, rr));
     } else {
       c.resps.push_back(std::make_unique<QpResponder>(*c.engine, qpns_[q], q, p_, mine, lkey_));
       check(c.resps.back()->start(), "posting receives");
@@ -358,7 +356,8 @@ int Node::run() {
   sc.recv_line("READY", kSetupTimeoutMs);
 
   const uint64_t start = now_ns();
-  deadline_ns_ = o_.duration_s > 0 ? start + static_cast<uint64_t>(o_.duration_s * 1e9) : UINT64_MAX;
+  deadline_ns_ =
+      o_.duration_s > 0 ? start + static_cast<uint64_t>(o_.duration_s * 1e9) : UINT64_MAX;
   budget_ = o_.iters ? static_cast<int64_t>(o_.iters) : INT64_MAX;
   std::vector<std::thread> threads;
   // Whatever ends this function (an error on the side channel included), the
@@ -426,13 +425,13 @@ int Node::run() {
     }
   }
   const DropReport drops = drop_report(counters);
-  std::string extra = std::string(" role=") + (client_ ? "client" : "server") +
-                      " workers=" + std::to_string(o_.workers) + " xdp=" +
-                      port_->attach_mode_name() + (workers_[0]->set->zero_copy() ? "/zc" : "/copy") +
-                      " queues=" + std::to_string(port_->queue_count()) +
-                      " handoff=" + std::to_string(handoff) +
-                      " xsk_drops=" + std::to_string(sock_drops) +
-                      " xsk_ring_full=" + std::to_string(ring_full) + peer_stats;
+  std::string extra =
+      std::string(" role=") + (client_ ? "client" : "server") +
+      " workers=" + std::to_string(o_.workers) + " xdp=" + port_->attach_mode_name() +
+      (workers_[0]->set->zero_copy() ? "/zc" : "/copy") +
+      " queues=" + std::to_string(port_->queue_count()) + " handoff=" + std::to_string(handoff) +
+      " xsk_drops=" + std::to_string(sock_drops) + " xsk_ring_full=" + std::to_string(ring_full) +
+      peer_stats;
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
     std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());

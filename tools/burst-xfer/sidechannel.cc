@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -136,7 +136,8 @@ std::map<std::string, std::string> SideChannel::recv_line(const std::string& key
     if (t >= deadline) fail("side channel: timed out waiting for " + key + " from the peer");
     if (interrupted()) fail("interrupted");
     pollfd p{fd_, POLLIN, 0};
-    const int r = poll(&p, 1, std::min<int>(200, static_cast<int>((deadline - t) / 1'000'000u) + 1));
+    const int r =
+        poll(&p, 1, std::min<int>(200, static_cast<int>((deadline - t) / 1'000'000u) + 1));
     if (r < 0 && errno != EINTR) fail("side channel: poll", errno);
     if (r <= 0) continue;
     char buf[4096];

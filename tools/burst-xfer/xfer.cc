@@ -3,9 +3,8 @@
 #include <signal.h>
 #include <time.h>
 
-#include <atomic>
-
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -14,10 +13,14 @@ namespace burst::tools {
 
 const char* op_name(Op op) {
   switch (op) {
-    case Op::kWrite: return "write";
-    case Op::kWriteImm: return "write_imm";
-    case Op::kRead: return "read";
-    case Op::kSend: return "send";
+    case Op::kWrite:
+      return "write";
+    case Op::kWriteImm:
+      return "write_imm";
+    case Op::kRead:
+      return "read";
+    case Op::kSend:
+      return "send";
   }
   return "?";
 }
@@ -113,8 +116,8 @@ uint32_t QpRequester::post(uint64_t now, uint64_t budget, Results* r) {
       case Op::kWrite:
       case Op::kWriteImm:
         if (p_.verify) fill_pattern(lbuf, p_.size, qp_index_, sl.seq);
-        wr.opcode = p_.op == Op::kWrite ? core::WrOpcode::kRdmaWrite
-                                        : core::WrOpcode::kRdmaWriteWithImm;
+        wr.opcode =
+            p_.op == Op::kWrite ? core::WrOpcode::kRdmaWrite : core::WrOpcode::kRdmaWriteWithImm;
         wr.rdma = {rva, remote_.rkey};
         wr.imm_data = static_cast<uint32_t>(sl.seq);
         if (readback) wr.send_flags = 0;  // the READ that follows completes the slot
@@ -264,8 +267,8 @@ DropReport drop_report(const std::vector<const core::EngineCounters*>& engines) 
     for (const auto* c : engines) n += c->rx_drop[i];
     if (n == 0) continue;
     d.total += n;
-    d.by_reason += std::string(" ") + core::drop_name(static_cast<core::Drop>(i)) + "=" +
-                   std::to_string(n);
+    d.by_reason +=
+        std::string(" ") + core::drop_name(static_cast<core::Drop>(i)) + "=" + std::to_string(n);
   }
   return d;
 }

@@ -24,7 +24,7 @@ struct Options {
   std::string op = "write";
   uint64_t size = 65536;
   uint32_t qps = 1;
-  uint32_t depth = 16;  // outstanding messages per QP
+  uint32_t depth = 16;    // outstanding messages per QP
   uint32_t window = 256;  // unacknowledged packets per QP (requester window)
   uint64_t iters = 0;
   double duration_s = 0;
@@ -118,8 +118,8 @@ class QpRequester {
 };
 
 // The passive side of one QP: for send and write_imm keeps 2 x `depth`
-// receives posted (`local` holds 2 x depth slots) (SEND payloads verified, immediate data checked to count up in order);
-// for read fills the slots with their patterns once.
+// receives posted (`local` holds 2 x depth slots) (SEND payloads verified, immediate data checked
+// to count up in order); for read fills the slots with their patterns once.
 class QpResponder {
  public:
   QpResponder(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,

@@ -17,8 +17,8 @@ std::array<uint8_t, 6> mac(uint8_t last) { return {0x02, 0, 0, 0, 0, last}; }
 
 void check(const core::Status& s, const char* what) {
   if (!s.ok())
-    throw std::runtime_error(std::string(what) + " failed (errno " +
-                             std::to_string(s.to_errno()) + ")");
+    throw std::runtime_error(std::string(what) + " failed (errno " + std::to_string(s.to_errno()) +
+                             ")");
 }
 
 uint64_t monotonic_ns() {
@@ -79,9 +79,9 @@ size_t EnginePair::connect_rc(uint32_t access) {
     a.pkey_index = 0;
     a.port_num = 1;
     a.qp_access_flags = access;
-    check(engine(i).modify_qp(p.qpn[i], a,
-                              core::kQpState | core::kQpPkeyIndex | core::kQpPort |
-                                  core::kQpAccessFlags),
+    check(engine(i).modify_qp(
+              p.qpn[i], a,
+              core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpAccessFlags),
           "modify_qp(INIT)");
     a = {};
     a.qp_state = core::QpState::kRtr;
@@ -95,8 +95,7 @@ size_t EnginePair::connect_rc(uint32_t access) {
     a.ah.sgid_index = 0;
     check(engine(i).modify_qp(p.qpn[i], a,
                               core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn |
-                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic |
-                                  core::kQpMinRnrTimer),
+                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic | core::kQpMinRnrTimer),
           "modify_qp(RTR)");
     a = {};
     a.qp_state = core::QpState::kRts;

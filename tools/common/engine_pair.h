@@ -39,10 +39,11 @@ struct PairOptions {
   uint8_t min_rnr_timer = 1;  // 0.01 ms
   uint8_t max_rd_atomic = 16;
   uint32_t sq_psn[2] = {0x100, 0x200};
-  uint64_t tick_ns = 500;  // virtual time per poll iteration
+  uint64_t tick_ns = 500;   // virtual time per poll iteration
   bool real_clock = false;  // use CLOCK_MONOTONIC instead of virtual time
   bool verify_icrc = true;
-  uint32_t window_pkts = 0;  // 0: the engine's default  // benchmarks measure the transport with and without it
+  uint32_t window_pkts =
+      0;  // 0: the engine's default  // benchmarks measure the transport with and without it
 };
 
 class EnginePair {
