@@ -34,6 +34,8 @@
  *   verbs_device     (712)  0 ibv_device(664) | 664 ops | 672 refcount | 680 entry(list)
  *                           | 696 sysfs | 704 core_support
  *   verbs_mr          (56)  0 ibv_mr(48) | 48 mr_type | 52 access
+ *   verbs_qp         (368)  0 union{ibv_qp(160), ibv_qp_ex(352)} | 352 comp_mask | 360 xrcd
+ *   verbs_cq         (288)  0 union{ibv_cq(128), ibv_cq_ex(288)}
  *   verbs_context_ops (608) 76 function pointers, sorted by name (rdma-core keeps
  *                           the struct sorted); verbs_set_ops() reads every slot.
  *
@@ -150,6 +152,34 @@ struct verbs_mr {
   struct ibv_mr ibv_mr;
   uint32_t mr_type; /* enum ibv_mr_type in rdma-core */
   int access;
+};
+
+/* verbs_qp.comp_mask bits */
+enum {
+  BURST_VERBS_QP_XRCD = 1 << 0,
+  BURST_VERBS_QP_EX = 1 << 1, /* qp_ex is valid: ibv_qp_to_qp_ex() returns it */
+};
+
+struct verbs_xrcd; /* not used by burst */
+
+/* Every ibv_qp a provider returns must be the qp of one of these:
+ * ibv_qp_to_qp_ex() reads comp_mask behind the union. */
+struct verbs_qp {
+  union {
+    struct ibv_qp qp;
+    struct ibv_qp_ex qp_ex;
+  };
+  uint32_t comp_mask;
+  struct verbs_xrcd *xrcd;
+};
+
+/* Every ibv_cq a provider returns is the cq of one of these: libibverbs and
+ * applications treat a CQ from ibv_create_cq_ex() as the larger ibv_cq_ex. */
+struct verbs_cq {
+  union {
+    struct ibv_cq cq;
+    struct ibv_cq_ex cq_ex;
+  };
 };
 
 /* The union of every operation a provider can implement, sorted by name. A NULL
@@ -347,6 +377,14 @@ BURST_ABI_STATIC_ASSERT(offsetof(struct verbs_device, core_support) == 704,
 
 BURST_ABI_STATIC_ASSERT(sizeof(struct verbs_mr) == 56, "verbs_mr");
 BURST_ABI_STATIC_ASSERT(offsetof(struct verbs_mr, mr_type) == 48, "verbs_mr.mr_type");
+
+BURST_ABI_STATIC_ASSERT(sizeof(struct ibv_qp) == 160 && sizeof(struct ibv_qp_ex) == 352, "ibv_qp");
+BURST_ABI_STATIC_ASSERT(offsetof(struct ibv_qp_ex, qp_base) == 0, "ibv_qp_ex.qp_base");
+BURST_ABI_STATIC_ASSERT(sizeof(struct verbs_qp) == 368, "verbs_qp");
+BURST_ABI_STATIC_ASSERT(offsetof(struct verbs_qp, comp_mask) == 352, "verbs_qp.comp_mask");
+BURST_ABI_STATIC_ASSERT(offsetof(struct verbs_qp, xrcd) == 360, "verbs_qp.xrcd");
+BURST_ABI_STATIC_ASSERT(sizeof(struct ibv_cq) == 128 && sizeof(struct ibv_cq_ex) == 288, "ibv_cq");
+BURST_ABI_STATIC_ASSERT(sizeof(struct verbs_cq) == 288, "verbs_cq");
 
 BURST_ABI_STATIC_ASSERT(sizeof(struct verbs_context_ops) ==
                             BURST_VERBS_CONTEXT_OPS_COUNT * sizeof(void (*)(void)),

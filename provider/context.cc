@@ -2,8 +2,12 @@
 // answers: device attributes, port attributes. GID, P_Key and GUID queries never
 // reach a provider: libibverbs reads them from sysfs.
 //
-// This increment implements discovery and queries only; every object verb
-// (PD, MR, CQ, QP, SRQ, AH, ...) comes with burstd and returns EOPNOTSUPP here.
+// Opening a context connects to burstd (ctl_conn.h): without a running burstd
+// ibv_open_device fails. PDs, CQs and QPs are created through it (pd_cq.cc,
+// qp.cc); every other object verb (MR, SRQ, AH, MW, ...) and the data path
+// (post/poll, completion events) return EOPNOTSUPP until the shared-memory
+// rings land.
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -150,6 +154,9 @@ void async_event(ibv_context*, ibv_async_event*) {}
 
 void free_context(ibv_context* ibctx) {
   Context* ctx = to_context(ibctx);
+  // burstd releases whatever the application did not destroy.
+  ctl_close(&ctx->ctl);
+  pthread_mutex_destroy(&ctx->ctl.mu);
   if (ctx->async_write_fd >= 0) close(ctx->async_write_fd);
   verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd (the pipe's read end)
   free(ctx);
@@ -189,7 +196,7 @@ const verbs_context_ops kContextOps = {
     .alloc_mw = BURST_UNSUPPORTED(alloc_mw),
     .alloc_null_mr = BURST_UNSUPPORTED(alloc_null_mr),
     .alloc_parent_domain = BURST_UNSUPPORTED(alloc_parent_domain),
-    .alloc_pd = BURST_UNSUPPORTED(alloc_pd),
+    .alloc_pd = alloc_pd,
     .alloc_td = BURST_UNSUPPORTED(alloc_td),
     .async_event = async_event,
     .attach_counters_point_flow = BURST_UNSUPPORTED(attach_counters_point_flow),
@@ -199,26 +206,26 @@ const verbs_context_ops kContextOps = {
     .cq_event = BURST_UNSUPPORTED(cq_event),
     .create_ah = BURST_UNSUPPORTED(create_ah),
     .create_counters = BURST_UNSUPPORTED(create_counters),
-    .create_cq = BURST_UNSUPPORTED(create_cq),
-    .create_cq_ex = BURST_UNSUPPORTED(create_cq_ex),
+    .create_cq = create_cq,
+    .create_cq_ex = create_cq_ex,
     .create_flow = BURST_UNSUPPORTED(create_flow),
     .create_flow_action_esp = BURST_UNSUPPORTED(create_flow_action_esp),
-    .create_qp = BURST_UNSUPPORTED(create_qp),
-    .create_qp_ex = BURST_UNSUPPORTED(create_qp_ex),
+    .create_qp = create_qp,
+    .create_qp_ex = create_qp_ex,
     .create_rwq_ind_table = BURST_UNSUPPORTED(create_rwq_ind_table),
     .create_srq = BURST_UNSUPPORTED(create_srq),
     .create_srq_ex = BURST_UNSUPPORTED(create_srq_ex),
     .create_wq = BURST_UNSUPPORTED(create_wq),
     .dealloc_mw = BURST_UNSUPPORTED(dealloc_mw),
-    .dealloc_pd = BURST_UNSUPPORTED(dealloc_pd),
+    .dealloc_pd = dealloc_pd,
     .dealloc_td = BURST_UNSUPPORTED(dealloc_td),
     .dereg_mr = BURST_UNSUPPORTED(dereg_mr),
     .destroy_ah = BURST_UNSUPPORTED(destroy_ah),
     .destroy_counters = BURST_UNSUPPORTED(destroy_counters),
-    .destroy_cq = BURST_UNSUPPORTED(destroy_cq),
+    .destroy_cq = destroy_cq,
     .destroy_flow = BURST_UNSUPPORTED(destroy_flow),
     .destroy_flow_action = BURST_UNSUPPORTED(destroy_flow_action),
-    .destroy_qp = BURST_UNSUPPORTED(destroy_qp),
+    .destroy_qp = destroy_qp,
     .destroy_rwq_ind_table = BURST_UNSUPPORTED(destroy_rwq_ind_table),
     .destroy_srq = BURST_UNSUPPORTED(destroy_srq),
     .destroy_wq = BURST_UNSUPPORTED(destroy_wq),
@@ -231,7 +238,7 @@ const verbs_context_ops kContextOps = {
     .import_pd = BURST_UNSUPPORTED(import_pd),
     .modify_cq = BURST_UNSUPPORTED(modify_cq),
     .modify_flow_action_esp = BURST_UNSUPPORTED(modify_flow_action_esp),
-    .modify_qp = BURST_UNSUPPORTED(modify_qp),
+    .modify_qp = modify_qp,
     .modify_qp_rate_limit = BURST_UNSUPPORTED(modify_qp_rate_limit),
     .modify_srq = BURST_UNSUPPORTED(modify_srq),
     .modify_wq = BURST_UNSUPPORTED(modify_wq),
@@ -245,7 +252,7 @@ const verbs_context_ops kContextOps = {
     .query_device_ex = query_device_ex,
     .query_ece = BURST_UNSUPPORTED(query_ece),
     .query_port = query_port,
-    .query_qp = BURST_UNSUPPORTED(query_qp),
+    .query_qp = query_qp,
     .query_qp_data_in_order = query_qp_data_in_order_unsupported,
     .query_rt_values = BURST_UNSUPPORTED(query_rt_values),
     .query_srq = BURST_UNSUPPORTED(query_srq),
@@ -272,12 +279,39 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
       /*driver_id=*/0));
   if (ctx == nullptr) return nullptr;
   ctx->async_write_fd = -1;
+  ctx->ctl = CtlConn{};
+
+  // burstd owns every object: no context without it.
+  burst_ctl_hello_resp hello{};
+  char err[256];
+  const char* path = ctl_socket_path();
+  if (int e = ctl_open(&ctx->ctl, path, program_invocation_short_name, &hello, err, sizeof(err));
+      e != 0) {
+    // Once per process: an application retrying ibv_open_device does not flood stderr.
+    static bool reported = false;
+    if (!__atomic_exchange_n(&reported, true, __ATOMIC_RELAXED)) {
+      fprintf(stderr, "burst: %s: %s\n", device->name, err);
+    }
+    debug_log("burst: %s", err);
+    verbs_uninit_context(&ctx->vctx);
+    free(ctx);
+    errno = e;
+    return nullptr;
+  }
+  ctx->client_id = hello.client_id;
+  if (hello.netdev[0] != '\0' && to_device(device)->netdev[0] != '\0' &&
+      strncmp(hello.netdev, to_device(device)->netdev, sizeof(hello.netdev)) != 0) {
+    fprintf(stderr, "burst: warning: %s describes netdev %s but burstd at %s serves %.*s\n",
+            device->name, to_device(device)->netdev, path, static_cast<int>(sizeof(hello.netdev)),
+            hello.netdev);
+  }
 
   // The async-event channel is ours: with no kernel behind cmd_fd, libibverbs
   // would otherwise ask the kernel for one (and fail).
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     int saved = errno;
+    ctl_close(&ctx->ctl);
     verbs_uninit_context(&ctx->vctx);
     free(ctx);
     errno = saved;
@@ -290,7 +324,8 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   ctx->vctx.context.num_comp_vectors = 1;
 
   verbs_set_ops(&ctx->vctx, &kContextOps);
-  debug_log("burst: context opened on %s", device->name);
+  debug_log("burst: context opened on %s (burstd %s, client %u)", device->name, path,
+            ctx->client_id);
   return &ctx->vctx;
 }
 

@@ -1,5 +1,6 @@
 // A blocking client of burstd's control socket: connect, HELLO, one request at a
-// time. Used by burstctl and the tests; the verbs provider will use it too.
+// time. Used by burstctl and the tests. (The verbs provider, which must not
+// depend on libstdc++, speaks the same protocol with provider/ctl_conn.cc.)
 //
 // Threading: one thread at a time per Client.
 #pragma once

@@ -122,7 +122,14 @@ XdpError XdpQueue::Setup(XdpPort& port, uint32_t queue_id) {
   }
   XdpError bind_error;
   for (int i = 0; i < nmodes; ++i) {
-    bind_error = TryBind(dev, base_flags | modes[i]);
+    // The kernel releases the AF_XDP socket of a process that was just killed
+    // asynchronously: the queue answers EBUSY for a short while after a
+    // kill -9. Retry for up to 2 s before reporting it busy.
+    for (int attempt = 0;; ++attempt) {
+      bind_error = TryBind(dev, base_flags | modes[i]);
+      if (bind_error.code != EBUSY || attempt >= 40) break;
+      usleep(50'000);
+    }
     if (!bind_error) break;
   }
   if (bind_error) return bind_error;

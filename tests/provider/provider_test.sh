@@ -1,25 +1,38 @@
 #!/bin/bash
 # The burst verbs provider seen by unmodified rdma-core tools, on a kernel
 # without RDMA support: in a private network namespace with a veth pair
-# (v0: 10.44.0.1/24, fd44::1/64), `burstctl run --netdev v0 -- CMD` must make
+# (v0: 10.44.0.1/24, fd44::1/64) and `burstd --backend loopback --netdev v0`
+# on a private socket, `burstctl run --netdev v0 --socket SOCK -- CMD` must make
 #   - ibv_devices list burst0;
 #   - ibv_devinfo -v show port 1 PORT_ACTIVE, link layer Ethernet, active_mtu
 #     following the netdev MTU (1500 -> 1024, 9000 -> 4096), and the RoCE GID
 #     table: GID[0] fe80::EUI-64, GID[1] ::ffff:10.44.0.1, then fd44::1, all RoCE v2;
 #   - ibv_devinfo -d burst0 -i 1 exit 0; the port go DOWN when the link does;
-#   - ibv_rc_pingpong -d burst0 -g 1 fail cleanly: "Couldn't allocate PD",
-#     exit 1, no crash (PD/CQ/QP come with burstd);
-#   - the verbs probe (legacy query path, async fd, GID table, EOPNOTSUPP) pass;
+#   - opening the device fail cleanly when burstd is not running (errno, one
+#     line on stderr naming the socket);
+#   - ibv_rc_pingpong -d burst0 -g 1 get its PD from burstd and fail cleanly at
+#     "Couldn't register MR" (ibv_reg_mr: EOPNOTSUPP until memory registration);
+#   - the verbs probe (legacy query path, async fd, GID table, PD/CQ, EOPNOTSUPP) pass;
+#   - the control-path probe: PD, CQ, RC QP INIT -> RTR -> RTS towards itself,
+#     query_qp, listed by `burstctl qps --json` (RTS, PSNs, pid), all destroyed;
+#     killed with SIGKILL while it holds the QP: burstd releases it;
 # and burstctl itself remove its private tree and pass on the exit status.
-# Usage: provider_test.sh BURSTCTL VERBS_PROBE
+# Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
 
 BURSTCTL=${1:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
-PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
+PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT}
+BURSTD=${3:?}
+CTL_PROBE=${4:?}
+CLIENT=${5:?}
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
+  exit 1
+}
 log() { echo "--- $*"; }
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth, /dev/infiniband node)"
@@ -34,10 +47,16 @@ ldconfig -p | grep -q 'libibverbs\.so\.1 ' || skip "libibverbs missing (apt-get 
   skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
 [[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
 [[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
+for b in "$BURSTD" "$CTL_PROBE" "$CLIENT"; do [[ -x $b ]] || fail "$b not built"; done
 
 NS=burst-provider-$$
 TMP=$(mktemp -d /tmp/burst-provider-test.XXXXXX)
+BPID=
 cleanup() {
+  if [[ -n $BPID ]]; then
+    kill -9 "$BPID" 2>/dev/null
+    wait "$BPID" 2>/dev/null
+  fi
   ip netns del "$NS" 2>/dev/null
   rm -rf "$TMP"
 }
@@ -52,7 +71,13 @@ if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
   CMD_ENV=(env "LD_PRELOAD=$BURST_TEST_PRELOAD" "ASAN_OPTIONS=detect_leaks=0")
 fi
 # Every burstctl run gets a private TMPDIR, so a leaked tree would show.
-brun() { inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 -- "${CMD_ENV[@]}" "$@"; }
+SOCK=$TMP/burstd.sock
+brun() {
+  inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$SOCK" -- \
+    "${CMD_ENV[@]}" "$@"
+}
+ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }
+json() { "$CLIENT" json-get "$1"; }  # stdin: JSON
 mkdir -p "$TMP/tmpdir"
 
 ip netns add "$NS" || fail "cannot create network namespace"
@@ -67,6 +92,15 @@ for _ in $(seq 50); do
   inns ip link show v0 | grep -q 'LOWER_UP' && break
   sleep 0.1
 done
+
+# burstd on the veth (loopback backend: the port hears its own frames; no XDP needed).
+inns "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" >"$TMP/burstd.log" 2>&1 &
+BPID=$!
+for _ in $(seq 100); do
+  [[ -S $SOCK ]] && ctl status >/dev/null 2>&1 && break
+  sleep 0.1
+done
+ctl status >/dev/null 2>&1 || fail "burstd did not come up"
 
 # check NAME FILE REGEX: FILE must contain a line matching REGEX (grep -E).
 check() {
@@ -120,12 +154,70 @@ check "devinfo link down" "$TMP/portdown" 'state:[[:space:]]+PORT_DOWN \(1\)'
 inns ip link set v1 up
 sleep 0.2
 
-log "ibv_rc_pingpong -d burst0 -g 1 fails cleanly (no PD before burstd)"
+log "no burstd: opening the device fails cleanly, saying why"
+inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$TMP/nosock" -- \
+  "${CMD_ENV[@]}" ibv_devinfo -d burst0 >"$TMP/nod" 2>&1
+rc=$?
+cat "$TMP/nod"
+[[ $rc -ne 0 && $rc -lt 124 ]] || fail "ibv_devinfo without burstd: exit $rc (expected a clean failure)"
+check "no burstd" "$TMP/nod" "^burst: burst0: cannot connect to burstd at $TMP/nosock: No such file"
+[[ $(grep -c '^burst: ' "$TMP/nod") -eq 1 ]] || fail "the provider's message is not printed once"
+
+log "ibv_rc_pingpong -d burst0 -g 1: PD from burstd, fails cleanly at ibv_reg_mr (EOPNOTSUPP)"
 brun ibv_rc_pingpong -d burst0 -g 1 >"$TMP/pingpong" 2>&1
 rc=$?
 cat "$TMP/pingpong"
 [[ $rc -ne 0 && $rc -lt 124 ]] || fail "ibv_rc_pingpong: exit $rc (expected a clean failure, not success, timeout or signal)"
-check "ibv_rc_pingpong" "$TMP/pingpong" "Couldn't allocate PD"
+check "ibv_rc_pingpong" "$TMP/pingpong" "Couldn't register MR"
+
+log "control path: PD, CQ, RC QP to RTS, listed by burstctl qps, destroyed"
+qps_total() { ctl qps --json | json /total; }
+[[ $(qps_total) == 0 ]] || fail "burstd has QPs before the probe"
+rm -f "$TMP/qpn" "$TMP/go"
+brun "$CTL_PROBE" --qpn-file "$TMP/qpn" --hold-until "$TMP/go" >"$TMP/ctlprobe" 2>&1 &
+RUNPID=$!
+for _ in $(seq 200); do [[ -s $TMP/qpn ]] && break; kill -0 "$RUNPID" 2>/dev/null || break; sleep 0.05; done
+[[ -s $TMP/qpn ]] || { cat "$TMP/ctlprobe"; fail "control-path probe did not reach RTS"; }
+qpn=$(cat "$TMP/qpn")
+ctl qps --json >"$TMP/qps.json" || fail "burstctl qps --json"
+cat "$TMP/qps.json"
+[[ $(json /total <"$TMP/qps.json") == 1 ]] || fail "burstctl qps: not exactly the probe's QP"
+[[ $(json /qps/0/qpn <"$TMP/qps.json") == "$qpn" ]] || fail "burstctl qps: QPN is not $qpn"
+[[ $(json /qps/0/type <"$TMP/qps.json") == RC ]] || fail "burstctl qps: type"
+[[ $(json /qps/0/state <"$TMP/qps.json") == RTS ]] || fail "burstctl qps: state is not RTS"
+[[ $(json /qps/0/dest_qpn <"$TMP/qps.json") == "$qpn" ]] || fail "burstctl qps: dest_qpn"
+[[ $(json /qps/0/sq_psn <"$TMP/qps.json") == $((0x654321)) ]] || fail "burstctl qps: sq_psn"
+[[ $(json /qps/0/rq_psn <"$TMP/qps.json") == $((0x123456)) ]] || fail "burstctl qps: rq_psn"
+[[ $(json /qps/0/path_mtu <"$TMP/qps.json") == 1024 ]] || fail "burstctl qps: path_mtu"
+touch "$TMP/go"
+wait "$RUNPID"
+rc=$?
+cat "$TMP/ctlprobe"
+[[ $rc -eq 0 ]] || fail "control-path probe failed ($rc)"
+check "control-path probe" "$TMP/ctlprobe" '^PASS$'
+[[ $(qps_total) == 0 ]] || fail "QPs left in burstd after the probe destroyed everything"
+
+log "control path: the probe killed with SIGKILL while holding its QP; burstd releases it"
+rm -f "$TMP/qpn" "$TMP/go"
+brun "$CTL_PROBE" --qpn-file "$TMP/qpn" --hold-until "$TMP/go" >"$TMP/ctlprobe2" 2>&1 &
+RUNPID=$!
+for _ in $(seq 200); do [[ -s $TMP/qpn ]] && break; kill -0 "$RUNPID" 2>/dev/null || break; sleep 0.05; done
+[[ -s $TMP/qpn ]] || { cat "$TMP/ctlprobe2"; fail "control-path probe (kill case) did not reach RTS"; }
+ctl qps --json >"$TMP/qps2.json" || fail "burstctl qps --json"
+[[ $(json /qps/0/qpn <"$TMP/qps2.json") == "$(cat "$TMP/qpn")" ]] || fail "the probe's QP is not listed"
+victim=$(json /qps/0/pid <"$TMP/qps2.json")
+[[ $(cat /proc/"$victim"/comm 2>/dev/null) == verbs_ctl_probe ]] ||
+  fail "burstctl qps pid $victim is not the probe"
+kill -9 "$victim"
+wait "$RUNPID"
+rc=$?
+[[ $rc -eq 137 ]] || fail "burstctl run did not report the SIGKILL (exit $rc)"
+for _ in $(seq 100); do [[ $(qps_total) == 0 ]] && break; sleep 0.05; done
+[[ $(qps_total) == 0 ]] || fail "burstd kept the QP of a killed client"
+ctl status --json >"$TMP/status.json" || fail "burstd gone after the client was killed"
+[[ $(json /pds <"$TMP/status.json") == 0 && $(json /cqs <"$TMP/status.json") == 0 ]] ||
+  fail "burstd kept PDs/CQs of a killed client: $(cat "$TMP/status.json")"
+grep -q "pid $victim.*disconnected" "$TMP/burstd.log" || fail "burstd did not log the disconnect"
 
 log "verbs probe"
 brun env BURST_PROBE_NETDEV=v0 "$PROBE" >"$TMP/probe" 2>&1

@@ -2,8 +2,10 @@
 // `burstctl run` by provider_test.sh (it skips when no burst0 device is
 // visible, so running it alone is harmless). It checks what the unmodified
 // tools do not show: the legacy ibv_query_device path (attr_size of the old
-// struct), the async-event fd, the sysfs-backed GID/P_Key/GUID queries and the
-// EOPNOTSUPP convention of the verbs that come with burstd.
+// struct), the async-event fd, the sysfs-backed GID/P_Key/GUID queries, PD and
+// CQ through burstd (which must be running: opening the device connects to it)
+// and the EOPNOTSUPP convention of the verbs that come with the data path.
+// verbs_ctl_probe covers QPs.
 //
 // Environment: BURST_PROBE_NETDEV names the port's netdev (ifindex check).
 #include <fcntl.h>
@@ -123,17 +125,24 @@ TEST_F(VerbsProbe, AsyncFdIsTheProvidersPipe) {
   EXPECT_NE(ibv_get_async_event(ctx_, &ev), 0);
 }
 
-TEST_F(VerbsProbe, ObjectVerbsAreNotSupportedYet) {
+TEST_F(VerbsProbe, PdAndCqComeFromBurstdMrAndSrqNotYet) {
+  // PD and CQ are created in burstd (the context's control connection).
+  ibv_pd* pd = ibv_alloc_pd(ctx_);
+  ASSERT_NE(pd, nullptr) << strerror(errno);
+  ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr) << strerror(errno);
+  EXPECT_GE(cq->cqe, 16);
+  // Memory registration and SRQs come with the data path.
+  char buf[64];
   errno = 0;
-  EXPECT_EQ(ibv_alloc_pd(ctx_), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  errno = 0;
-  EXPECT_EQ(ibv_create_cq(ctx_, 16, nullptr, nullptr, 0), nullptr);
+  EXPECT_EQ(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
   ibv_srq_init_attr_ex srq{};
   errno = 0;
   EXPECT_EQ(ibv_create_srq_ex(ctx_, &srq), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // burstctl: the operator's tool for burst.
-//   burstctl run [--netdev IF] [--root DIR] [--provider PATH] -- COMMAND [ARGS...]
+//   burstctl run [--netdev IF] [--root DIR] [--provider PATH] [--socket PATH] -- COMMAND [ARGS...]
 //       runs an unmodified verbs application with the burst device burst0
 //       visible on a kernel without RDMA support (see run.h).
 //   burstctl [--socket PATH] status|devices|workers|counters|qps [--json]
@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   run->add_option("--provider", run_opts.provider,
                   "the provider library, libburst-rdmav34.so (default: $BURST_PROVIDER, else "
                   "this build's)");
+  run->add_option("--socket", run_opts.socket,
+                  "burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
+                  " (default: $" BURST_CTL_SOCKET_ENV
+                  " as inherited, else " BURST_CTL_DEFAULT_SOCKET ")");
   run->add_option("command", run_opts.command,
                   "the command and its arguments (after --, when it has options of its own)");
 
@@ -90,7 +94,11 @@ int main(int argc, char** argv) {
     run_opts.command = std::move(tail);
   }
   try {
-    if (*run) return burst::tools::run_command(run_opts);
+    if (*run) {
+      // `burstctl --socket PATH run ...` names the socket too.
+      if (run_opts.socket.empty()) run_opts.socket = status_opts.socket;
+      return burst::tools::run_command(run_opts);
+    }
     for (const View& v : views) {
       if (*v.cmd) return burst::tools::show_status(v.view, status_opts);
     }

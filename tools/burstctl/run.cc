@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "daemon/ctl/burst_ctl_proto.h"
 #include "daemon/net/netdev.h"
 #include "provider/burst_device.h"
 #include "tools/burstctl/sysfs_tree.h"
@@ -252,6 +253,25 @@ int run_command(const RunOptions& o) {
     return kExitSetupFailed;
   }
   root = abs_root;
+
+  if (!o.socket.empty()) {
+    std::string sock = o.socket;
+    if (sock[0] != '/') {
+      char cwd[PATH_MAX];
+      if (getcwd(cwd, sizeof(cwd)) == nullptr) {
+        err(net::errno_message("getcwd", errno));
+        return kExitSetupFailed;
+      }
+      sock = std::string(cwd) + "/" + sock;
+    }
+    struct stat st;
+    if (stat(sock.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+      // Not fatal (burstd may be starting): the provider reports it when the
+      // application opens the device.
+      err("warning: no burstd socket at " + sock + " (yet)");
+    }
+    setenv(BURST_CTL_SOCKET_ENV, sock.c_str(), 1);
+  }
 
   int rc = kExitSetupFailed;
   const SysfsDevice dev = describe_device(nd, BURST_IBDEV_PREFIX "0", uverbs);

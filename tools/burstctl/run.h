@@ -11,8 +11,9 @@
 //      next N is used). A node burstctl creates is left in place: it is as
 //      harmless as /dev/full and other runs may be using it;
 //   3. runs COMMAND with SYSFS_PATH=<tree> and RDMAV_DRIVERS=<provider> (the
-//      provider's absolute path without "-rdmav34.so"), and exits with its
-//      status (128 + N when it dies of signal N).
+//      provider's absolute path without "-rdmav34.so"), BURST_SOCKET=<socket>
+//      when --socket is given (the burstd the provider connects to; made
+//      absolute), and exits with its status (128 + N when it dies of signal N).
 // Exit status of burstctl's own failures: 125 (setup), 126 (COMMAND not
 // executable), 127 (COMMAND not found), as env(1) does.
 #pragma once
@@ -26,6 +27,7 @@ struct RunOptions {
   std::string netdev;    // empty: the only Ethernet interface that is up
   std::string root;      // empty: a private temporary directory
   std::string provider;  // empty: $BURST_PROVIDER, else the provider of this build
+  std::string socket;    // burstd's control socket; empty: $BURST_SOCKET as inherited
   std::vector<std::string> command;
 };
 

@@ -1,0 +1,175 @@
+#include "provider/ctl_conn.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace burst::provider {
+namespace {
+
+constexpr size_t kHdr = sizeof(burst_ctl_hdr);
+// The largest response the provider asks for (HELLO); anything longer is a
+// protocol error.
+constexpr size_t kMaxResp = sizeof(burst_ctl_hello_resp);
+
+int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// Marks the connection unusable and returns err.
+int broken(CtlConn* c, int err, const char* what) {
+  __atomic_store_n(&c->broken, true, __ATOMIC_RELEASE);
+  fprintf(stderr, "burst: control connection to burstd lost: %s (%s)\n", what, strerror(err));
+  return err;
+}
+
+// One message of at most cap bytes; the deadline is absolute (now_ms()).
+int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline) {
+  for (;;) {
+    const int64_t left = deadline - now_ms();
+    if (left <= 0) return broken(c, ETIMEDOUT, "burstd did not answer in time");
+    pollfd p{c->fd, POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(left));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return broken(c, errno, "poll");
+    }
+    if (r == 0) continue;
+    const ssize_t n = recv(c->fd, buf, cap, MSG_TRUNC | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return broken(c, errno == ECONNRESET ? ECONNRESET : errno, "receive");
+    }
+    if (n == 0) return broken(c, ECONNRESET, "burstd closed the connection");
+    if (static_cast<size_t>(n) > cap) return broken(c, EMSGSIZE, "oversized response");
+    *len = static_cast<size_t>(n);
+    return 0;
+  }
+}
+
+int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len) {
+  if (c->broken || c->fd < 0) return ECONNRESET;
+  if (req_len < kHdr || req_len > BURST_CTL_MAX_MSG || resp_len < kHdr || resp_len > kMaxResp) {
+    return EINVAL;
+  }
+  auto* h = static_cast<burst_ctl_hdr*>(req);
+  const uint64_t id = c->next_id++;
+  h->magic = BURST_CTL_MAGIC;
+  h->version = c->version;
+  h->op = op;
+  h->length = static_cast<uint32_t>(req_len);
+  h->status = 0;
+  h->request_id = id;
+  ssize_t sent;
+  do {
+    sent = send(c->fd, req, req_len, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != static_cast<ssize_t>(req_len)) {
+    return broken(c, sent < 0 && errno != EPIPE ? errno : ECONNRESET, "send");
+  }
+  alignas(8) uint8_t buf[kMaxResp];  // 4 KiB on the caller's stack: control path only
+  size_t n = 0;
+  if (int e = receive(c, buf, sizeof(buf), &n, now_ms() + kCallTimeoutMs); e != 0) return e;
+  if (n < kHdr) return broken(c, EBADMSG, "short response");
+  burst_ctl_hdr rh;
+  memcpy(&rh, buf, kHdr);
+  if (rh.magic != BURST_CTL_MAGIC || rh.op != (op | BURST_CTL_RESPONSE) || rh.request_id != id) {
+    return broken(c, EPROTO, "response to another request");
+  }
+  if (rh.length != n || rh.status < 0) return broken(c, EBADMSG, "malformed response");
+  // An error answer is the header alone (HELLO keeps its body).
+  if (rh.status != 0 && op != BURST_CTL_OP_HELLO) {
+    return n == kHdr ? rh.status : broken(c, EBADMSG, "malformed error response");
+  }
+  if (n != resp_len) return broken(c, EBADMSG, "response of unexpected size");
+  memcpy(resp, buf, n);
+  return rh.status;
+}
+
+}  // namespace
+
+const char* ctl_socket_path() {
+  const char* env = getenv(BURST_CTL_SOCKET_ENV);
+  return env != nullptr && env[0] != '\0' ? env : BURST_CTL_DEFAULT_SOCKET;
+}
+
+int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_hello_resp* hello,
+             char* err, size_t err_len) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const size_t plen = strlen(path);
+  if (plen >= sizeof(sa.sun_path)) {
+    snprintf(err, err_len, "burstd socket path too long (%zu bytes): %s", plen, path);
+    return ENAMETOOLONG;
+  }
+  memcpy(sa.sun_path, path, plen + 1);
+  const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    const int e = errno;
+    snprintf(err, err_len, "socket(AF_UNIX, SOCK_SEQPACKET): %s", strerror(e));
+    return e;
+  }
+  int r;
+  do {
+    r = connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) {
+    const int e = errno;
+    close(fd);
+    snprintf(err, err_len, "cannot connect to burstd at %s: %s%s", path, strerror(e),
+             e == ENOENT || e == ECONNREFUSED
+                 ? " (is burstd running? its socket is chosen with $" BURST_CTL_SOCKET_ENV
+                   " or `burstctl run --socket PATH`)"
+                 : "");
+    return e;
+  }
+  c->fd = fd;
+  c->broken = false;
+  c->version = BURST_CTL_VERSION;
+
+  burst_ctl_hello_req req{};
+  req.version_min = BURST_CTL_VERSION_MIN;
+  req.version_max = BURST_CTL_VERSION;
+  snprintf(req.client_name, sizeof(req.client_name), "%s", client_name);
+  pthread_mutex_lock(&c->mu);
+  const int e = call_locked(c, BURST_CTL_OP_HELLO, &req, sizeof(req), hello, sizeof(*hello));
+  pthread_mutex_unlock(&c->mu);
+  if (e != 0) {
+    if (e == EPROTONOSUPPORT && !c->broken) {
+      snprintf(err, err_len,
+               "burstd at %s speaks control protocol versions %u..%u, this provider %u..%u", path,
+               hello->server_version_min, hello->server_version_max, BURST_CTL_VERSION_MIN,
+               BURST_CTL_VERSION);
+    } else {
+      snprintf(err, err_len, "HELLO to burstd at %s failed: %s", path, strerror(e));
+    }
+    ctl_close(c);
+    return e;
+  }
+  c->version = hello->version;
+  return 0;
+}
+
+int ctl_call(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len) {
+  pthread_mutex_lock(&c->mu);
+  const int e = call_locked(c, op, req, req_len, resp, resp_len);
+  pthread_mutex_unlock(&c->mu);
+  return e;
+}
+
+void ctl_close(CtlConn* c) {
+  if (c->fd >= 0) close(c->fd);
+  c->fd = -1;
+  c->broken = true;
+}
+
+}  // namespace burst::provider

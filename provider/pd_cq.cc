@@ -1,0 +1,153 @@
+// Protection domains and completion queues, created in burstd over the
+// context's control connection. A CQ exists in burstd (its depth, its engine
+// shards) but has no shared-memory ring yet: polling and completion events
+// return EOPNOTSUPP until the data path lands.
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "provider/provider.h"
+
+namespace burst::provider {
+namespace {
+
+constexpr int kMaxCqe = (1 << 16) - 1;  // as query_device reports (context.cc)
+
+// The extended-CQ polling interface needs the CQ ring: an application that
+// uses it gets a clean EOPNOTSUPP from ibv_start_poll instead of an empty CQ.
+int start_poll_unsupported(ibv_cq_ex*, ibv_poll_cq_attr*) {
+  debug_log("burst: ibv_start_poll is not implemented yet (EOPNOTSUPP)");
+  return EOPNOTSUPP;
+}
+int next_poll_unsupported(ibv_cq_ex*) { return EOPNOTSUPP; }
+void end_poll_unsupported(ibv_cq_ex*) {}
+
+// CREATE_CQ in burstd; nullptr with errno on failure.
+Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
+  Context* ctx = to_context(ibctx);
+  if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || comp_vector >= ibctx->num_comp_vectors) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (channel != nullptr) {
+    // Completion channels need the event path from burstd (not yet there).
+    debug_log("burst: CQ with a completion channel is not implemented yet (EOPNOTSUPP)");
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  auto* cq = static_cast<Cq*>(calloc(1, sizeof(Cq)));
+  if (cq == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_create_cq_req req{};
+  req.cqe = static_cast<uint32_t>(cqe);
+  burst_ctl_create_cq_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_CREATE_CQ, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    free(cq);
+    errno = e;
+    return nullptr;
+  }
+  cq->handle = resp.cq_handle;
+  ibv_cq& c = cq->vcq.cq;
+  c.context = ibctx;
+  c.handle = resp.cq_handle;
+  c.cqe = static_cast<int>(resp.cqe);
+  return cq;
+}
+
+}  // namespace
+
+ibv_pd* alloc_pd(ibv_context* ibctx) {
+  Context* ctx = to_context(ibctx);
+  auto* pd = static_cast<Pd*>(calloc(1, sizeof(Pd)));
+  if (pd == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_alloc_pd_req req{};
+  burst_ctl_alloc_pd_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_ALLOC_PD, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    free(pd);
+    errno = e;
+    return nullptr;
+  }
+  pd->handle = resp.pd_handle;
+  pd->pd.context = ibctx;
+  pd->pd.handle = resp.pd_handle;
+  return &pd->pd;
+}
+
+int dealloc_pd(ibv_pd* ibpd) {
+  Pd* pd = to_pd(ibpd);
+  Context* ctx = to_context(ibpd->context);
+  burst_ctl_handle_req req{};
+  req.handle = pd->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DEALLOC_PD, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e == 0) free(pd);
+  return e;  // EBUSY while QPs use it
+}
+
+ibv_cq* create_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
+  // libibverbs (ibv_create_cq) fills channel, cq_context, the event counters
+  // and the mutex/cond afterwards.
+  Cq* cq = make_cq(ibctx, cqe, channel, comp_vector);
+  return cq != nullptr ? &cq->vcq.cq : nullptr;
+}
+
+ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
+  // Basics only: standard work-completion fields, no flags, no parent domain.
+  constexpr uint64_t kWcFlags = IBV_WC_STANDARD_FLAGS;
+  if (attr->comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags != 0) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (attr->wc_flags & ~kWcFlags) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (attr->cqe > static_cast<uint32_t>(kMaxCqe)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  Cq* cq = make_cq(ibctx, static_cast<int>(attr->cqe), attr->channel,
+                   static_cast<int>(attr->comp_vector));
+  if (cq == nullptr) return nullptr;
+  // ibv_create_cq_ex calls the provider directly: what ibv_create_cq's
+  // wrapper does for a plain CQ is done here (no channel: rejected above).
+  ibv_cq_ex& x = cq->vcq.cq_ex;
+  x.cq_context = attr->cq_context;
+  x.channel = nullptr;
+  x.comp_events_completed = 0;
+  x.async_events_completed = 0;
+  pthread_mutex_init(&x.mutex, nullptr);
+  pthread_cond_init(&x.cond, nullptr);
+  x.comp_mask = 0;
+  x.start_poll = start_poll_unsupported;
+  x.next_poll = next_poll_unsupported;
+  x.end_poll = end_poll_unsupported;
+  return &x;
+}
+
+int destroy_cq(ibv_cq* ibcq) {
+  Cq* cq = to_cq(ibcq);
+  Context* ctx = to_context(ibcq->context);
+  burst_ctl_handle_req req{};
+  req.handle = cq->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_CQ, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e == 0) free(cq);
+  return e;  // EBUSY while QPs use it
+}
+
+}  // namespace burst::provider

@@ -1,0 +1,256 @@
+// Queue pairs (RC and UD), created, transitioned, queried and destroyed in
+// burstd over the context's control connection. The attributes travel 1:1
+// (burst_ctl_qp_attr carries IBV_* values, see burst_ctl_proto.h); RoCE
+// addresses always carry a GRH, and a zero destination MAC asks burstd to
+// resolve it. Posting work requests needs the shared-memory rings: EOPNOTSUPP.
+#include <pthread.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "provider/burst_device.h"
+#include "provider/provider.h"
+
+namespace burst::provider {
+namespace {
+
+constexpr uint16_t kUntagged = 0xffff;  // burst_ctl_ah.vlan_id
+constexpr uint32_t kPsnMask = 0xffffff;
+
+bool same_context(ibv_context* ctx, ibv_cq* cq) { return cq != nullptr && cq->context == ctx; }
+
+// CREATE_QP in burstd. Fills every ibv_qp field (create_qp_ex is called by
+// applications directly; ibv_create_qp's wrapper sets the same values again)
+// and cap with what the QP provides. nullptr with errno on failure.
+Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
+            void* qp_context, int sq_sig_all, ibv_qp_cap* cap) {
+  ibv_context* ibctx = pd->context;
+  Context* ctx = to_context(ibctx);
+  if (type == IBV_QPT_UC || type == IBV_QPT_RAW_PACKET || type == IBV_QPT_XRC_SEND ||
+      type == IBV_QPT_XRC_RECV || type == IBV_QPT_DRIVER) {
+    debug_log("burst: QP type %d is not supported (RC and UD are)", static_cast<int>(type));
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (type != IBV_QPT_RC && type != IBV_QPT_UD) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (srq != nullptr) {  // SRQs come with the data path
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (!same_context(ibctx, send_cq) || !same_context(ibctx, recv_cq)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* qp = static_cast<Qp*>(calloc(1, sizeof(Qp)));
+  if (qp == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_create_qp_req req{};
+  req.pd_handle = to_pd(pd)->handle;
+  req.send_cq_handle = to_cq(send_cq)->handle;
+  req.recv_cq_handle = to_cq(recv_cq)->handle;
+  req.qp_type = static_cast<uint8_t>(type);
+  req.sq_sig_all = sq_sig_all != 0 ? 1 : 0;
+  req.cap.max_send_wr = cap->max_send_wr;
+  req.cap.max_recv_wr = cap->max_recv_wr;
+  req.cap.max_send_sge = cap->max_send_sge;
+  req.cap.max_recv_sge = cap->max_recv_sge;
+  req.cap.max_inline_data = cap->max_inline_data;
+  burst_ctl_create_qp_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    free(qp);
+    errno = e;  // EINVAL for caps beyond the device limits (ibv_query_device)
+    return nullptr;
+  }
+  qp->handle = resp.qp_handle;
+  qp->worker = resp.worker;
+  qp->sq_sig_all = req.sq_sig_all != 0;
+  qp->vqp.comp_mask = 0;  // no ibv_qp_ex: ibv_qp_to_qp_ex() returns NULL
+  ibv_qp& q = qp->vqp.qp;
+  q.context = ibctx;
+  q.qp_context = qp_context;
+  q.pd = pd;
+  q.send_cq = send_cq;
+  q.recv_cq = recv_cq;
+  q.srq = nullptr;
+  q.handle = resp.qp_handle;
+  q.qp_num = resp.qpn;
+  q.state = IBV_QPS_RESET;
+  q.qp_type = type;
+  q.events_completed = 0;
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+  // Work-request counts come back rounded up to the ring size, like a real device's.
+  cap->max_send_wr = resp.cap.max_send_wr;
+  cap->max_recv_wr = resp.cap.max_recv_wr;
+  cap->max_send_sge = resp.cap.max_send_sge;
+  cap->max_recv_sge = resp.cap.max_recv_sge;
+  cap->max_inline_data = resp.cap.max_inline_data;
+  debug_log("burst: QP %u (%s) on worker %u", resp.qpn, type == IBV_QPT_RC ? "RC" : "UD",
+            resp.worker);
+  return qp;
+}
+
+// ibv_ah_attr -> the protocol's address. RoCE needs the GRH.
+int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out) {
+  if (!ah.is_global) return EINVAL;  // as a RoCE device: no address without a GRH
+  if (ah.port_num != 0 && ah.port_num != BURST_PORT_NUM) return EINVAL;
+  memcpy(out->dgid, ah.grh.dgid.raw, sizeof(out->dgid));
+  memset(out->dmac, 0, sizeof(out->dmac));  // burstd resolves it
+  out->sgid_index = ah.grh.sgid_index;
+  out->hop_limit = ah.grh.hop_limit;
+  out->traffic_class = ah.grh.traffic_class;
+  out->flow_label = ah.grh.flow_label & 0xfffff;
+  out->vlan_id = kUntagged;
+  return 0;
+}
+
+void ah_from_wire(const burst_ctl_ah& in, uint8_t port_num, ibv_ah_attr* ah) {
+  *ah = ibv_ah_attr{};
+  ah->is_global = 1;
+  ah->port_num = port_num;
+  memcpy(ah->grh.dgid.raw, in.dgid, sizeof(in.dgid));
+  ah->grh.sgid_index = in.sgid_index;
+  ah->grh.hop_limit = in.hop_limit;
+  ah->grh.traffic_class = in.traffic_class;
+  ah->grh.flow_label = in.flow_label;
+}
+
+}  // namespace
+
+ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
+  Qp* qp = make_qp(pd, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq, attr->qp_context,
+                   attr->sq_sig_all, &attr->cap);
+  return qp != nullptr ? &qp->vqp.qp : nullptr;
+}
+
+ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
+  // Basics: a PD, optionally create_flags 0. The work-request API
+  // (send_ops_flags, ibv_qp_ex) comes with the data path.
+  constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != ctx) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if ((attr->comp_mask & ~kSupported) ||
+      ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)) {
+    debug_log("burst: ibv_create_qp_ex comp_mask 0x%x is not supported", attr->comp_mask);
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  Qp* qp = make_qp(attr->pd, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
+                   attr->qp_context, attr->sq_sig_all, &attr->cap);
+  return qp != nullptr ? &qp->vqp.qp : nullptr;
+}
+
+int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
+  Qp* qp = to_qp(ibqp);
+  Context* ctx = to_context(ibqp->context);
+  const uint32_t mask = static_cast<uint32_t>(attr_mask);
+  burst_ctl_modify_qp_req req{};
+  req.qp_handle = qp->handle;
+  req.attr_mask = mask;  // burstd answers EOPNOTSUPP for attributes it does not know
+  burst_ctl_qp_attr& w = req.attr;
+  w.ah.vlan_id = kUntagged;
+  if (mask & IBV_QP_STATE) w.qp_state = static_cast<uint8_t>(attr->qp_state);
+  if (mask & IBV_QP_CUR_STATE) w.cur_qp_state = static_cast<uint8_t>(attr->cur_qp_state);
+  if (mask & IBV_QP_PATH_MTU) w.path_mtu = static_cast<uint8_t>(attr->path_mtu);
+  if (mask & IBV_QP_QKEY) w.qkey = attr->qkey;
+  if (mask & IBV_QP_RQ_PSN) w.rq_psn = attr->rq_psn & kPsnMask;
+  if (mask & IBV_QP_SQ_PSN) w.sq_psn = attr->sq_psn & kPsnMask;
+  if (mask & IBV_QP_DEST_QPN) w.dest_qp_num = attr->dest_qp_num;
+  if (mask & IBV_QP_ACCESS_FLAGS) w.qp_access_flags = static_cast<uint32_t>(attr->qp_access_flags);
+  if (mask & IBV_QP_AV) {
+    if (int e = ah_to_wire(attr->ah_attr, &w.ah); e != 0) return e;
+  }
+  if (mask & IBV_QP_PKEY_INDEX) w.pkey_index = attr->pkey_index;
+  if (mask & IBV_QP_PORT) {
+    if (attr->port_num != BURST_PORT_NUM) return EINVAL;
+    w.port_num = attr->port_num;
+  }
+  if (mask & IBV_QP_TIMEOUT) w.timeout = attr->timeout;
+  if (mask & IBV_QP_RETRY_CNT) w.retry_cnt = attr->retry_cnt;
+  if (mask & IBV_QP_RNR_RETRY) w.rnr_retry = attr->rnr_retry;
+  if (mask & IBV_QP_MIN_RNR_TIMER) w.min_rnr_timer = attr->min_rnr_timer;
+  if (mask & IBV_QP_MAX_QP_RD_ATOMIC) w.max_rd_atomic = attr->max_rd_atomic;
+  if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  burst_ctl_empty_resp resp{};
+  return ctl_call(&ctx->ctl, BURST_CTL_OP_MODIFY_QP, &req, sizeof(req), &resp, sizeof(resp));
+}
+
+int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
+  Qp* qp = to_qp(ibqp);
+  Context* ctx = to_context(ibqp->context);
+  burst_ctl_query_qp_req req{};
+  req.qp_handle = qp->handle;
+  req.attr_mask = static_cast<uint32_t>(attr_mask);
+  burst_ctl_query_qp_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_QUERY_QP, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    return e;
+  }
+  // Every attribute is returned, whatever the mask (as most providers do).
+  const burst_ctl_qp_attr& w = resp.attr;
+  ibv_qp_cap cap{};
+  cap.max_send_wr = resp.cap.max_send_wr;
+  cap.max_recv_wr = resp.cap.max_recv_wr;
+  cap.max_send_sge = resp.cap.max_send_sge;
+  cap.max_recv_sge = resp.cap.max_recv_sge;
+  cap.max_inline_data = resp.cap.max_inline_data;
+  *attr = ibv_qp_attr{};
+  attr->qp_state = static_cast<ibv_qp_state>(w.qp_state);
+  attr->cur_qp_state = static_cast<ibv_qp_state>(w.qp_state);
+  attr->path_mtu = static_cast<ibv_mtu>(w.path_mtu);
+  attr->path_mig_state = IBV_MIG_MIGRATED;
+  attr->qkey = w.qkey;
+  attr->rq_psn = w.rq_psn;
+  attr->sq_psn = w.sq_psn;
+  attr->dest_qp_num = w.dest_qp_num;
+  attr->qp_access_flags = static_cast<unsigned int>(w.qp_access_flags);
+  attr->cap = cap;
+  const uint8_t port = w.port_num != 0 ? w.port_num : BURST_PORT_NUM;
+  if (resp.qp_type == IBV_QPT_RC) ah_from_wire(w.ah, port, &attr->ah_attr);
+  attr->pkey_index = w.pkey_index;
+  attr->sq_draining = w.sq_draining;
+  attr->max_rd_atomic = w.max_rd_atomic;
+  attr->max_dest_rd_atomic = w.max_dest_rd_atomic;
+  attr->min_rnr_timer = w.min_rnr_timer;
+  attr->port_num = port;
+  attr->timeout = w.timeout;
+  attr->retry_cnt = w.retry_cnt;
+  attr->rnr_retry = w.rnr_retry;
+  if (init_attr != nullptr) {
+    *init_attr = ibv_qp_init_attr{};
+    init_attr->qp_context = ibqp->qp_context;
+    init_attr->send_cq = ibqp->send_cq;
+    init_attr->recv_cq = ibqp->recv_cq;
+    init_attr->srq = ibqp->srq;
+    init_attr->cap = cap;
+    init_attr->qp_type = ibqp->qp_type;
+    init_attr->sq_sig_all = resp.sq_sig_all;
+  }
+  return 0;
+}
+
+int destroy_qp(ibv_qp* ibqp) {
+  Qp* qp = to_qp(ibqp);
+  Context* ctx = to_context(ibqp->context);
+  burst_ctl_handle_req req{};
+  req.handle = qp->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_QP, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e != 0) return e;
+  pthread_cond_destroy(&ibqp->cond);
+  pthread_mutex_destroy(&ibqp->mutex);
+  free(qp);
+  return 0;
+}
+
+}  // namespace burst::provider
