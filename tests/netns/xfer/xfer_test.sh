@@ -98,15 +98,21 @@ else
   SIZES_4K="1 4097 1048576"
 fi
 
-log "RoCE MTU 1024 on a 1500-byte link"
-for op in write write_imm read send; do
-  for size in $SIZES_1K; do
-    for qps in 1 8; do
-      iters=$((qps * 8))
-      xfer "mtu1024-$op-$size-q$qps" -- --op "$op" --size "$size" --qps "$qps" --depth 4 --iters "$iters" --mtu 1024 --verify
+# matrix MTU SIZES: every operation x SIZES x 1 and 8 QPs, verified.
+matrix() {
+  local mtu=$1 op size qps
+  for op in write write_imm read send; do
+    for size in $2; do
+      for qps in 1 8; do
+        xfer "mtu$mtu-$op-$size-q$qps" -- --op "$op" --size "$size" --qps "$qps" --depth 4 \
+          --iters $((qps * 8)) --mtu "$mtu" --verify
+      done
     done
   done
-done
+}
+
+log "RoCE MTU 1024 on a 1500-byte link"
+matrix 1024 "$SIZES_1K"
 xfer "mtu1024-write-64M" -- --op write --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 1024 --verify
 xfer "mtu1024-read-64M" -- --op read --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 1024 --verify
 
@@ -121,14 +127,7 @@ echo "ping: $received/400 replies"
 
 log "RoCE MTU 4096 on a 9000-byte link (AF_XDP multi-buffer)"
 set_mtu 9000
-for op in write write_imm read send; do
-  for size in $SIZES_4K; do
-    for qps in 1 8; do
-      iters=$((qps * 8))
-      xfer "mtu4096-$op-$size-q$qps" -- --op "$op" --size "$size" --qps "$qps" --depth 4 --iters "$iters" --mtu 4096 --verify
-    done
-  done
-done
+matrix 4096 "$SIZES_4K"
 xfer "mtu4096-send-64M" -- --op send --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 4096 --verify
 xfer "mtu4096-write_imm-64M" -- --op write_imm --size 67108864 --qps 1 --depth 1 --iters 2 --mtu 4096 --verify
 
