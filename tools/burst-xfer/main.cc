@@ -16,6 +16,7 @@ namespace burst::tools {
 int run_loopback(const Options& o);
 #ifdef BURST_XFER_WITH_XDP
 int run_net(const Options& o);
+int run_net_perftest(const Options& o);  // --peer perftest (perftest_compat.h)
 #endif
 }  // namespace burst::tools
 
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
                  "xdp: UMEM frames per queue, half for receive (default 16384: fewer socket "
                  "drops when the receiver falls behind)")
       ->check(CLI::Range(64, 1 << 20));
+  std::string peer = "burst";
+  app.add_option("--peer", peer,
+                 "xdp: the other end's side channel: burst (burst-xfer) or perftest (a stock "
+                 "ib_write_bw server; client role, --op write, one QP)")
+      ->check(CLI::IsMember({"burst", "perftest"}));
   app.add_option("server", o.server, "client mode: the server's address");
   CLI11_PARSE(app, argc, argv);
   if (o.iters == 0 && o.duration_s == 0) o.duration_s = 5;
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
       return burst::tools::run_loopback(o);
     }
 #ifdef BURST_XFER_WITH_XDP
+    if (peer == "perftest") return burst::tools::run_net_perftest(o);
     return burst::tools::run_net(o);
 #else
     return 2;

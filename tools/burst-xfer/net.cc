@@ -33,6 +33,7 @@
 #include "datapath/queue_set.h"
 #include "datapath/xdp/xdp_port.h"
 #include "datapath/xdp/xdp_queue.h"
+#include "tools/burst-xfer/perftest_compat.h"
 #include "tools/burst-xfer/sidechannel.h"
 #include "tools/burst-xfer/xfer.h"
 
@@ -86,6 +87,8 @@ class Node {
   Node(const Options& o, bool client) : o_(o), client_(client) {}
 
   int run();
+  // --peer perftest: the client of a stock perftest server (perftest_compat.h).
+  int run_perftest();
 
  private:
   void open_datapath();
@@ -445,7 +448,99 @@ int Node::run() {
   return 0;
 }
 
+int Node::run_perftest() {
+  if (!client_) fail("--peer perftest: only the client role exists so far (name the server)");
+  if (o_.op != "write") fail("--peer perftest: only --op write so far (ib_write_bw)");
+  if (o_.qps != 1 || o_.workers != 1) fail("--peer perftest: one QP on one worker so far");
+  if (o_.duration_s > 0 && o_.iters == 0) fail("--peer perftest: give --iters (the server's -n)");
+  open_datapath();
+  PerftestPeer pp = PerftestPeer::connect_to(o_.server, o_.port, kSetupTimeoutMs);
+  // Our cycle buffer sizes the server's buffer: `depth` slots written in turn.
+  const uint64_t cycle = std::max<uint64_t>(o_.size, 1) * o_.depth;
+  if (cycle > (1u << 30)) fail("--peer perftest: size x depth must stay under 1 GiB");
+  o_.mtu = pp.negotiate(o_.mtu, static_cast<uint32_t>(cycle), 64);
+  if (o_.mtu != 1024 && o_.mtu != 4096)
+    fail("perftest server agreed on MTU " + std::to_string(o_.mtu) + ": burst does 1024 or 4096");
+  if (!parse_op(o_.op, &p_.op)) fail("unknown operation '" + o_.op + "'");
+  p_.size = static_cast<uint32_t>(o_.size);
+  p_.depth = o_.depth;
+  p_.verify = false;  // perftest's buffer holds no pattern to READ back and compare
+  o_.verify = false;
+  net::Gid local{};
+  if (!net::parse_gid(pp.local_address(), &local) || !net::parse_gid(pp.peer_address(), &peer_gid_))
+    fail("cannot parse the side channel's addresses");
+  sgid_index_ = UINT32_MAX;
+  for (size_t i = 0; i < gids_.size(); ++i)
+    if (gids_[i] == local) sgid_index_ = static_cast<uint32_t>(i);
+  if (sgid_index_ == UINT32_MAX)
+    fail("the side channel runs over " + pp.local_address() + ", not an address of " + o_.netdev);
+  create_qps();
+  PerftestDest mine;
+  mine.out_reads = 16;
+  mine.qpn = qpns_[0];
+  mine.psn = psns_[0];
+  mine.rkey = rkey_;
+  mine.vaddr = reinterpret_cast<uint64_t>(local_.data());
+  mine.gid = gids_[sgid_index_];
+  const PerftestDest rem = pp.hand_shake(mine);
+  if (rem.gid != peer_gid_)
+    std::fprintf(stderr, "burst-xfer: note: the server's GID %s is not its address %s\n",
+                 net::format_gid(rem.gid).c_str(), net::format_gid(peer_gid_).c_str());
+  connect_qps({{"qpns", std::to_string(rem.qpn)},
+               {"psns", std::to_string(rem.psn)},
+               {"va", std::to_string(rem.vaddr)},
+               {"rkey", std::to_string(rem.rkey)}});
+  pp.hand_shake(mine);  // perftest prints the remote address after this one
+  pp.hand_shake(mine);  // barrier: both QPs are past RTR
+  std::fprintf(stderr,
+               "burst-xfer: perftest server version %s: QPN 0x%06x PSN 0x%06x RKey 0x%08x VAddr "
+               "0x%016" PRIx64 "; local QPN 0x%06x PSN 0x%06x; MTU %u\n",
+               pp.remote_version().c_str(), rem.qpn, rem.psn, rem.rkey, rem.vaddr, qpns_[0],
+               psns_[0], o_.mtu);
+
+  const uint64_t start = now_ns();
+  deadline_ns_ = UINT64_MAX;
+  budget_ = static_cast<int64_t>(o_.iters);
+  {
+    std::thread t([this] { worker_loop(*workers_[0]); });
+    t.join();
+  }
+  const double secs = static_cast<double>(now_ns() - start) / 1e9;
+  Results total = std::move(workers_[0]->res);
+  // End of test: a key round, the client's report (the server prints it), close.
+  pp.hand_shake(mine);
+  PerftestReport rep;
+  rep.size = o_.size;
+  rep.iters = total.completed;
+  rep.bw_avg = static_cast<double>(total.completed) * static_cast<double>(o_.size) /
+               std::max(secs, 1e-9) / (1024.0 * 1024.0);
+  rep.bw_peak = rep.bw_avg;  // no per-interval measurement: the peak is the average
+  rep.msg_rate = static_cast<double>(total.completed) / std::max(secs, 1e-9) / 1e6;
+  pp.exchange_reports(rep);
+  pp.close_connection(mine);
+
+  if (interrupted() && total.error.empty()) total.error = "interrupted";
+  if (total.error.empty() && total.completed != o_.iters)
+    total.error = "completed " + std::to_string(total.completed) + " of " +
+                  std::to_string(o_.iters) + " writes";
+  const DropReport drops = drop_report({&workers_[0]->engine->counters()});
+  std::string extra = std::string(" role=client peer=perftest/") + pp.remote_version() +
+                      " xdp=" + port_->attach_mode_name() +
+                      (workers_[0]->set->zero_copy() ? "/zc" : "/copy");
+  std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
+  if (!total.error.empty()) {
+    std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
+
+int run_net_perftest(const Options& o) {
+  Node node(o, !o.server.empty());
+  return node.run_perftest();
+}
 
 int run_net(const Options& o) {
   Node node(o, !o.server.empty());

@@ -200,6 +200,12 @@ interop_netns_up() {
     iskip "qemu-system-x86_64 has no $(interop_accel) accelerator"
   ip netns add "$INTEROP_NS" || ifail "cannot create network namespace $INTEROP_NS"
   innet ip link set lo up
+  # ARP flux: the bridge ibr0 is up in the namespace that holds the host address
+  # (on burst0); with arp_ignore=0 it would answer the guests' ARP with its own
+  # MAC, and their RoCE frames would go to the kernel instead of burst's XDP
+  # program on burst0. Answer ARP only on the interface that holds the address.
+  innet sysctl -qw net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.default.arp_ignore=1 ||
+    ifail "cannot set arp_ignore in $INTEROP_NS"
   innet ip link add ibr0 type bridge || ifail "cannot create bridge"
   innet ip link set ibr0 up
   innet ip link add iveth-br type veth peer name "$INTEROP_BURST_IF" || ifail "cannot create veth"
