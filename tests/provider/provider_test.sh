@@ -94,7 +94,10 @@ for _ in $(seq 50); do
 done
 
 # burstd on the veth (loopback backend: the port hears its own frames; no XDP needed).
-inns "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" >"$TMP/burstd.log" 2>&1 &
+# nsenter directly (it execs without forking for --net): $! must be burstd
+# itself, not a subshell, or the cleanup's kill would leave burstd running.
+nsenter --net=/run/netns/"$NS" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
+  >"$TMP/burstd.log" 2>&1 &
 BPID=$!
 for _ in $(seq 100); do
   [[ -S $SOCK ]] && ctl status >/dev/null 2>&1 && break
