@@ -23,7 +23,9 @@ innet "$XSK" --mode probe >/dev/null || iskip "AF_XDP unavailable"
 guest_start vm1 10.99.0.11 || iskip "cannot boot a guest here; see the console log above"
 
 PCAP=$INTEROP_RUN/burst-side.pcap
-innet tcpdump -i iveth-br -nn -s 0 -U -w "$PCAP" 'udp port 4791' 2>"$INTEROP_RUN/tcpdump.err" &
+# nsenter directly, not the innet function: $! must be tcpdump itself for the kill below.
+nsenter --net="/run/netns/$INTEROP_NS" tcpdump -i iveth-br -nn -s 0 -U -w "$PCAP" 'udp port 4791' \
+  2>"$INTEROP_RUN/tcpdump.err" &
 TCPDUMP=$!
 nsenter --net="/run/netns/$INTEROP_NS" "$XSK" --netdev "$INTEROP_BURST_IF" --mode rx --queues 0 \
   --duration 25 >"$INTEROP_RUN/xsk.out" 2>&1 &
