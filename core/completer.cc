@@ -259,12 +259,13 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
     }
     const uint32_t n = std::min(left, s.length - skip);
     WcStatus err = WcStatus::kLocProtErr;
-    uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + skip, n, kAccessLocalWrite, &err);
+    uint32_t space = MemSpaces::kLocal;
+    uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + skip, n, kAccessLocalWrite, &err, &space);
     if (dst == nullptr) {
       complete_error_at(qp, err);
       return;
     }
-    copy(dst, src, n);
+    copy_to(space, dst, src, n, make_req_tag(qp));
     src += n;
     left -= n;
     skip = 0;
@@ -286,12 +287,13 @@ void Engine::on_atomic_ack(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) 
   w.atomic_orig = pv.atomic_ack()->orig();
   const Sge& s = w.wr.sg_list[0];
   WcStatus err = WcStatus::kLocProtErr;
-  uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr, 8, kAccessLocalWrite, &err);
+  uint32_t space = MemSpaces::kLocal;
+  uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr, 8, kAccessLocalWrite, &err, &space);
   if (dst == nullptr) {
     complete_error_at(qp, err);
     return;
   }
-  copy(dst, &w.atomic_orig, 8);
+  copy_to(space, dst, &w.atomic_orig, 8, make_req_tag(qp));
   qp.req.una = p + 1;
   req_progress(qp, now_ns);
   complete_tail_ok(qp);

@@ -67,6 +67,13 @@ struct EngineCounters {
 
   uint64_t cq_overflows = 0;
   uint64_t tx_buffer_too_small = 0;
+
+  // MRs in another process's memory (core/mem_space.h) whose bytes could not be
+  // reached (process gone, range unmapped or protected, short transfer). Each
+  // one errors the operation that needed it (see engine.h).
+  uint64_t mem_space_write_errors = 0;   // placement copies (receive, READ response data, atomic result)
+  uint64_t mem_space_read_errors = 0;    // transmit gathers and READ response reads
+  uint64_t mem_space_atomic_errors = 0;  // responder atomics
 };
 
 }  // namespace burst::core

@@ -27,6 +27,8 @@ bool v4_mapped(const std::array<uint8_t, 16>& g) {
   return std::memcmp(g.data(), kPrefix, sizeof(kPrefix)) == 0;
 }
 
+}  // namespace
+
 WcOpcode wc_opcode(WrOpcode op) {
   switch (op) {
     case WrOpcode::kRdmaWrite:
@@ -50,6 +52,8 @@ WcOpcode wc_opcode(WrOpcode op) {
   return WcOpcode::kSend;
 }
 
+namespace {
+
 bool is_atomic(WrOpcode op) {
   return op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
 }
@@ -58,6 +62,7 @@ bool is_atomic(WrOpcode op) {
 
 Engine::Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier)
     : config_(config), mrs_(mrs), copier_(copier) {
+  copier_.bind_spaces(&mrs_.spaces());
   if (config_.max_qps == 0) config_.max_qps = 1;
   if (config_.first_qpn < 2) config_.first_qpn = 2;
   if (config_.qpn_stride == 0) config_.qpn_stride = 1;
@@ -322,8 +327,11 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
 // Completions
 
 void Engine::emit_cqe(const Qp& qp, bool send_side, const Wc& wc) {
-  if (pending_.size() == pending_.capacity() && !flushing_) flush_cqes();
-  pending_.push_back(PendingCqe{send_side ? qp.send_cq : qp.recv_cq, qp.index, qp.qpn, wc});
+  // (Bounded by kPendingCqes, not the capacity, which grows when copy failures
+  // are handled: the RQ index of a copy tag assumes the bound, see engine.h.)
+  if (pending_.size() >= kPendingCqes && !flushing_) flush_cqes();
+  pending_.push_back(PendingCqe{send_side ? qp.send_cq : qp.recv_cq, qp.index, qp.qpn,
+                                send_side ? qp.sq.tail : qp.rq.tail, send_side, wc});
 }
 
 void Engine::flush_cqes() {
@@ -332,6 +340,7 @@ void Engine::flush_cqes() {
   // (built after rx_burst returns) must not go out before its data is placed,
   // and the frames it copies from are released when rx_burst returns.
   copier_.drain();
+  if (!copier_.failed_tags().empty()) [[unlikely]] handle_copy_failures();
   if (pending_.empty()) return;
   flushing_ = true;
   for (size_t i = 0; i < pending_.size(); ++i) {
@@ -440,6 +449,12 @@ void Engine::timer_unwatch(Qp& qp) {
   qps_[last].timer_pos = pos;
   timer_list_.pop_back();
   qp.in_timer_list = false;
+}
+
+bool Engine::space_read(uint32_t space, void* dst, const void* src, uint32_t len) {
+  if (mrs_.spaces().read(space, dst, src, len)) return true;
+  ++counters_.mem_space_read_errors;
+  return false;
 }
 
 bool Engine::path_ok(const Address& ah) const {

@@ -13,6 +13,18 @@
 // All three take now_ns, a monotonic clock read once per loop iteration by the
 // caller; the engine reads no clock itself.
 //
+// Memory spaces: an MR may live in another process (mr.h, mem_space.h). Gathers
+// and READ responses from such an MR use process_vm_readv at build time; a
+// failure is a local protection error (gather) or a remote access error NAK
+// (READ response). Placement into it goes through the CopyEngine, batched; a
+// copy that fails is found when the copies are drained, before any completion
+// or ACK of this batch leaves: the operation that needed it completes with an
+// error (responder: the RWQE with kLocProtErr and a NAK, remote access error for
+// a WRITE and remote operational error for a SEND, at the failed packet's PSN;
+// requester: the READ or atomic WQE with kLocProtErr), later work of the QP is
+// flushed and the QP goes to ERR (core/copy_failure.cc). Counted in
+// EngineCounters::mem_space_*_errors.
+//
 // Threading: every member runs on the owning worker thread (the control-plane
 // calls too: burstd forwards them to the worker). The MrTable is shared with the
 // control plane (see mr.h for its contract).
@@ -67,6 +79,9 @@ struct QpInitAttr {
 
 class EngineTestPeer;
 
+// The completion opcode of a send work request.
+WcOpcode wc_opcode(WrOpcode op);
+
 class Engine {
  public:
   Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier);
@@ -117,8 +132,30 @@ class Engine {
     uint32_t cq_id;
     uint32_t qp_index;
     uint32_t qpn;
+    uint32_t wq_index;  // free-running SQ/RQ index of the WQE it completes
+    bool send_side;
     Wc wc;
   };
+  // What a copy into another memory space was for, in its CopyEngine tag
+  // (make_resp_tag / make_req_tag; decoded in copy_failure.cc).
+  enum CopyTag : uint8_t {
+    kTagRespRwqe = 1,   // responder placement for the held RWQE (SEND, WRITE_WITH_IMM last)
+    kTagRespWrite = 2,  // responder RDMA WRITE placement (no RWQE held)
+    kTagUdRecv = 3,     // UD receive placement
+    kTagReq = 4,        // requester: READ response data or atomic result
+  };
+  // RQ index bits of a responder tag: more than the RWQEs one drain can cover
+  // (each consumed RWQE adds a pending completion, flushed at kPendingCqes).
+  static constexpr uint32_t kTagRqBits = 13;
+  // Responder tag: QP slot (24 bits) | PSN (24) | RQ index (13) | kind (3).
+  static uint64_t make_resp_tag(const Qp& qp, Psn psn, CopyTag kind) {
+    return uint64_t{qp.index} << 40 | uint64_t{psn.value()} << 16 |
+           uint64_t{qp.rq.tail & ((1u << kTagRqBits) - 1)} << 3 | kind;
+  }
+  // Requester tag: QP slot (24 bits) | SQ index of the oldest WQE (32) | kind (3).
+  static uint64_t make_req_tag(const Qp& qp) {
+    return uint64_t{qp.index} << 40 | uint64_t{qp.sq.tail} << 3 | kTagReq;
+  }
 
   // engine.cc: tables, completions, errors.
   Qp* find_qp(uint32_t qpn);
@@ -137,6 +174,18 @@ class Engine {
     if (len == 0) return;
     while (copier_.submit(dst, src, len) == 0) copier_.poll();
   }
+  // Placement into `space` (any space); `tag` names the operation for failures.
+  void copy_to(uint32_t space, void* dst, const void* src, uint32_t len, uint64_t tag) {
+    if (len == 0) return;
+    while (copier_.submit(dst, src, len, space, tag) == 0) copier_.poll();
+  }
+  // Transmit-side read of MR bytes in `space` into a frame (synchronous).
+  bool space_read(uint32_t space, void* dst, const void* src, uint32_t len);
+
+  // copy_failure.cc: copies into other spaces that failed.
+  void handle_copy_failures();
+  void req_copy_failed(Qp& qp, uint32_t sq_index);
+  void resp_copy_failed(Qp& qp, Psn psn, uint32_t rq_low, CopyTag kind);
   bool make_path(const Address& ah, uint32_t src_qpn, uint32_t dest_qpn,
                  wire::PathHeaders* path) const;
   bool path_ok(const Address& ah) const;
@@ -174,7 +223,7 @@ class Engine {
   void rc_read(Qp& qp, const wire::PacketView& pv);
   void rc_atomic(Qp& qp, const wire::PacketView& pv);
   bool take_rwqe(Qp& qp);
-  bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err);
+  bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err, uint64_t tag);
   void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len, uint32_t wc_flags,
                      uint32_t imm);
   void resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status);
@@ -215,7 +264,9 @@ class Engine {
   std::vector<uint32_t> timer_list_;  // QP slots with an armed timer
   uint64_t next_timer_ns_ = 0;        // earliest deadline in timer_list_ (0 = none)
   uint16_t ipv4_id_ = 1;
-  bool flushing_ = false;  // inside flush_cqes()
+  bool flushing_ = false;  // inside flush_cqes() or handle_copy_failures()
+  std::vector<uint64_t> failed_copies_;  // handle_copy_failures() scratch (error path)
+  std::vector<uint64_t> failed_first_;   // ... the earliest per QP and side
   EngineCounters counters_;
 };
 

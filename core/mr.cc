@@ -49,8 +49,9 @@ void MrTable::pd_unref(uint32_t pd) {
 }
 
 Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
-                       uint32_t access, uint32_t* lkey, uint32_t* rkey) {
+                       uint32_t access, uint32_t* lkey, uint32_t* rkey, uint32_t space) {
   if (!pd_valid(pd)) return Errc::kNotFound;
+  if (space != MemSpaces::kLocal && spaces_.pid(space) == 0) return Errc::kInvalid;
   if ((access & ~kKnownAccess) != 0) return Errc::kInvalid;
   // As libibverbs: remote write or atomic access needs local write.
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
@@ -64,7 +65,7 @@ Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t 
   free_mrs_.pop_back();
   uint8_t gen = ++generation_[index];
   const uint32_t key = (index << 8) | gen;
-  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_};
+  mrs_[index] = Mr{host_base, iova, length, pd, access, key, space, true, ++next_stamp_};
   ++pds_[pd].refs;
   ++mr_count_;
   *lkey = key;
@@ -108,29 +109,32 @@ bool MrTable::in_bounds(const Mr& mr, uint64_t addr, uint64_t len) {
 }
 
 uint8_t* MrTable::local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
-                        uint32_t need_access, WcStatus* err) const {
+                        uint32_t need_access, WcStatus* err, uint32_t* space) const {
   const Mr* mr = find(lkey);
   if (mr == nullptr || !mr->valid || mr->pd != pd || (mr->access & need_access) != need_access ||
       !in_bounds(*mr, addr, len)) {
     if (err != nullptr) *err = WcStatus::kLocProtErr;
     return nullptr;
   }
+  if (space != nullptr) *space = mr->space;
   return mr->host + (addr - mr->iova);
 }
 
 uint8_t* MrTable::remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
-                         uint32_t need_access) const {
+                         uint32_t need_access, uint32_t* space) const {
   const Mr* mr = find(rkey);
   if (mr == nullptr || !mr->valid || mr->pd != pd || (mr->access & need_access) != need_access ||
       need_access == 0 || !in_bounds(*mr, va, len)) {
     return nullptr;
   }
+  if (space != nullptr) *space = mr->space;
   return mr->host + (va - mr->iova);
 }
 
 uint8_t* MrTable::local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
-                            uint32_t need_access, WcStatus* err, MrRef* ref) const {
-  uint8_t* host = local(pd, lkey, addr, len, need_access, err);
+                            uint32_t need_access, WcStatus* err, MrRef* ref,
+                            uint32_t* space) const {
+  uint8_t* host = local(pd, lkey, addr, len, need_access, err, space);
   if (host == nullptr) return nullptr;
   const Mr& mr = mrs_[lkey >> 8];
   ref->stamp_at = &mr.stamp;
@@ -139,8 +143,8 @@ uint8_t* MrTable::local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t 
 }
 
 uint8_t* MrTable::remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
-                             uint32_t need_access, MrRef* ref) const {
-  uint8_t* host = remote(pd, rkey, va, len, need_access);
+                             uint32_t need_access, MrRef* ref, uint32_t* space) const {
+  uint8_t* host = remote(pd, rkey, va, len, need_access, space);
   if (host == nullptr) return nullptr;
   const Mr& mr = mrs_[rkey >> 8];
   ref->stamp_at = &mr.stamp;

@@ -7,6 +7,16 @@
 // workers, dereg_mr must be handed to the workers through their control rings
 // (the entry arrays never move, so a lookup never touches freed memory).
 //
+// Memory spaces: every MR lives in one space of the table's MemSpaces
+// (core/mem_space.h). In MemSpaces::kLocal (the default) its host address is a
+// pointer into burst's own memory (the iova itself for in-process users, or
+// burstd's zero-copy mapping of an application's shared memory). In a space
+// k > 0 it is a virtual address in another process: lookups still return it as
+// a uint8_t*, but it must never be dereferenced: every lookup also gives the
+// space, and the caller goes through MemSpaces (reads, atomics) or the
+// CopyEngine (placement) with it. Attach the process (spaces().attach) before
+// registering its MRs; deregister them before detaching it.
+//
 // Keys: lkey == rkey == (index << 8) | generation. The 24-bit index selects the
 // entry; the low byte changes on every registration of that entry, so a stale
 // key (from a previous registration) misses, as on real RNICs.
@@ -15,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mem_space.h"
 #include "core/status.h"
 #include "core/verbs.h"
 
@@ -43,35 +54,40 @@ class MrTable {
   Status pd_ref(uint32_t pd);
   void pd_unref(uint32_t pd);
 
-  // host_base is where burst touches the bytes (the iova itself for in-process
-  // users, later a mapping of application memory); iova is what the peer and the
-  // work requests use as addresses.
+  // host_base is where burst touches the bytes: in `space` (see the top of this
+  // file); iova is what the peer and the work requests use as addresses.
+  // kInvalid when `space` is not attached.
   Status reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length, uint32_t access,
-                uint32_t* lkey, uint32_t* rkey);
+                uint32_t* lkey, uint32_t* rkey, uint32_t space = MemSpaces::kLocal);
   Status dereg_mr(uint32_t lkey);
   // SEND_WITH_INVALIDATE: the rkey (and its lkey) stop working until the MR is
   // registered again. kNotFound for an unknown key, kPermission for another PD.
   Status invalidate_rkey(uint32_t pd, uint32_t rkey);
 
   // Worker lookups. Both check key (index + generation), PD, access and bounds
-  // (overflow-safe) and return the host address of addr, or nullptr.
+  // (overflow-safe) and return the host address of addr in the MR's space, or
+  // nullptr; *space (when not null) receives that space on success.
   // local(): need_access is kAccessLocalWrite for placement, 0 for gather; *err
   // is kLocProtErr on any failure.
   uint8_t* local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len, uint32_t need_access,
-                 WcStatus* err) const;
-  uint8_t* remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
-                  uint32_t need_access) const;
+                 WcStatus* err, uint32_t* space = nullptr) const;
+  uint8_t* remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len, uint32_t need_access,
+                  uint32_t* space = nullptr) const;
 
   // local() / remote() that also fill *ref for still_valid() (unchanged on failure).
   uint8_t* local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len, uint32_t need_access,
-                     WcStatus* err, MrRef* ref) const;
+                     WcStatus* err, MrRef* ref, uint32_t* space = nullptr) const;
   uint8_t* remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len, uint32_t need_access,
-                      MrRef* ref) const;
+                      MrRef* ref, uint32_t* space = nullptr) const;
   // True while the MR that remote_ref() checked is registered, valid and
   // unchanged; false for a default MrRef.
   static bool still_valid(const MrRef& ref) { return *ref.stamp_at == ref.stamp; }
 
   uint32_t mr_count() const { return mr_count_; }
+
+  // The spaces MRs of this table live in (attach/detach: control plane).
+  MemSpaces& spaces() { return spaces_; }
+  const MemSpaces& spaces() const { return spaces_; }
 
  private:
   // Every field below is written by the control plane (reg/dereg/alloc) and read
@@ -83,6 +99,7 @@ class MrTable {
     uint32_t pd = 0;
     uint32_t access = 0;
     uint32_t key = 0;    // current key; 0 while the entry is free
+    uint32_t space = MemSpaces::kLocal;  // where `host` points (see the top of this file)
     bool valid = false;  // registered and not invalidated
     uint64_t stamp = 0;  // new value on every reg / dereg / invalidate (see MrRef)
   };
@@ -100,6 +117,7 @@ class MrTable {
   std::vector<Pd> pds_;              // index 0 unused
   uint32_t mr_count_ = 0;
   uint64_t next_stamp_ = 0;  // last stamp handed out
+  MemSpaces spaces_;
 };
 
 }  // namespace burst::core

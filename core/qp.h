@@ -44,9 +44,11 @@ struct SendWqe {
   uint64_t atomic_orig = 0;  // source of the copy of the atomic result into the local SGE
   WcStatus local_err = WcStatus::kSuccess;  // found before sending; completes once it is the oldest
   // Set when the SGEs are validated (first packet) for a WQE with one SGE: its
-  // host address and the MR check, so that gather needs no lookup per packet.
+  // host address (in sge0_space) and the MR check, so that gather needs no
+  // lookup per packet.
   const uint8_t* sge0_host = nullptr;
   MrRef sge0_ref;
+  uint32_t sge0_space = MemSpaces::kLocal;
 };
 
 struct SendQueue {
@@ -124,7 +126,8 @@ struct RespState {
   uint32_t sge_idx = 0;          // scatter cursor into the held RWQE
   uint32_t sge_off = 0;
   uint8_t* write_host = nullptr;  // where the next byte of the WRITE in progress goes
-  MrRef write_ref;                // the MR range checked at its first packet
+  uint32_t write_space = MemSpaces::kLocal;  // ... in this memory space
+  MrRef write_ref;                           // the MR range checked at its first packet
   uint32_t write_left = 0;        // bytes still to come
   uint32_t write_len = 0;         // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
   // Output.

@@ -4,6 +4,8 @@
 // AckReq on the last packet of each message and every ack_coalesce_pkts packets,
 // fence and max_rd_atomic gating, a bounded window of unacknowledged packets.
 // Retransmission is the same path: go_back_n() moves the cursor back.
+#include <sys/uio.h>
+
 #include <cstring>
 
 #include "core/engine.h"
@@ -55,11 +57,13 @@ bool Engine::validate_local_sges(const Qp& qp, SendWqe& w, WcStatus* err) const 
     const Sge& s = w.wr.sg_list[i];
     if (s.length == 0) continue;
     MrRef ref;
-    const uint8_t* host = mrs_.local_ref(qp.pd, s.lkey, s.addr, s.length, need, err, &ref);
+    uint32_t space = MemSpaces::kLocal;
+    const uint8_t* host = mrs_.local_ref(qp.pd, s.lkey, s.addr, s.length, need, err, &ref, &space);
     if (host == nullptr) return false;
     if (w.wr.num_sge == 1) {
       w.sge0_host = host;
       w.sge0_ref = ref;
+      w.sge0_space = space;
     }
   }
   return true;
@@ -76,9 +80,30 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
   // One SGE, checked when the WQE started and unchanged since: segmentation
   // keeps offset + len within it.
   if (w.wr.num_sge == 1 && MrTable::still_valid(w.sge0_ref)) {
-    std::memcpy(dst, w.sge0_host + offset, len);  // transmit gather
-    return true;
+    if (w.sge0_space == MemSpaces::kLocal) [[likely]] {
+      std::memcpy(dst, w.sge0_host + offset, len);  // transmit gather
+      return true;
+    }
+    if (space_read(w.sge0_space, dst, w.sge0_host + offset, len)) return true;
+    *err = WcStatus::kLocProtErr;
+    return false;
   }
+  // Pieces in another space are read with one process_vm_readv per run of
+  // SGEs in the same space.
+  iovec local_iov[kMaxSge];
+  iovec space_iov[kMaxSge];
+  uint32_t niov = 0;
+  uint32_t iov_space = MemSpaces::kLocal;
+  uint32_t iov_bytes = 0;
+  const auto read_pending = [&]() {
+    if (niov == 0) return true;
+    const ssize_t got = mrs_.spaces().readv(iov_space, local_iov, space_iov, niov);
+    niov = 0;
+    if (got >= 0 && static_cast<uint32_t>(got) == iov_bytes) return true;
+    ++counters_.mem_space_read_errors;
+    *err = WcStatus::kLocProtErr;
+    return false;
+  };
   for (uint32_t i = 0; i < w.wr.num_sge && len > 0; ++i) {
     const Sge& s = w.wr.sg_list[i];
     if (offset >= s.length) {
@@ -86,13 +111,27 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
       continue;
     }
     const uint32_t n = std::min(len, s.length - offset);
-    const uint8_t* src = mrs_.local(qp.pd, s.lkey, s.addr + offset, n, 0, err);
+    uint32_t space = MemSpaces::kLocal;
+    const uint8_t* src = mrs_.local(qp.pd, s.lkey, s.addr + offset, n, 0, err, &space);
     if (src == nullptr) return false;
-    std::memcpy(dst, src, n);  // transmit gather: the frame is finished right after
+    if (space == MemSpaces::kLocal) {
+      std::memcpy(dst, src, n);  // transmit gather: the frame is finished right after
+    } else {
+      if (niov != 0 && space != iov_space && !read_pending()) return false;
+      if (niov == 0) {
+        iov_space = space;
+        iov_bytes = 0;
+      }
+      local_iov[niov] = iovec{dst, n};
+      space_iov[niov] = iovec{const_cast<uint8_t*>(src), n};
+      ++niov;
+      iov_bytes += n;
+    }
     dst += n;
     len -= n;
     offset = 0;
   }
+  if (!read_pending()) return false;
   if (len != 0) {
     *err = WcStatus::kLocLenErr;
     return false;

@@ -2,7 +2,8 @@
 // atomic replay from the saved result), one PSN sequence NAK per gap, opcode
 // sequence and length checks, receive WQE consumption (RNR NAK when none), rkey /
 // access / bounds checks through MrTable::remote, atomics executed atomically on
-// host memory. Payload goes through the CopyEngine.
+// host memory (through MemSpaces when the MR lives in another process). Payload
+// goes through the CopyEngine, into the MR's memory space.
 #include <array>
 #include <atomic>
 
@@ -77,7 +78,7 @@ bool Engine::take_rwqe(Qp& qp) {
   return true;
 }
 
-bool Engine::scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err) {
+bool Engine::scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err, uint64_t tag) {
   RespState& r = qp.resp;
   const RecvWr& rw = qp.rq.front();
   while (len > 0) {
@@ -92,9 +93,10 @@ bool Engine::scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err) {
       continue;
     }
     const uint32_t n = std::min(len, s.length - r.sge_off);
-    uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + r.sge_off, n, kAccessLocalWrite, err);
+    uint32_t space = MemSpaces::kLocal;
+    uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + r.sge_off, n, kAccessLocalWrite, err, &space);
     if (dst == nullptr) return false;
-    copy(dst, src, n);
+    copy_to(space, dst, src, n, tag);
     src += n;
     len -= n;
     r.sge_off += n;
@@ -204,7 +206,7 @@ void Engine::rc_send(Qp& qp, const wire::PacketView& pv) {
     return;
   }
   WcStatus err = WcStatus::kLocProtErr;
-  if (!scatter(qp, pv.payload(), len, &err)) {
+  if (!scatter(qp, pv.payload(), len, &err, make_resp_tag(qp, r.epsn, kTagRespRwqe))) {
     // The receive WQE is unusable (bad lkey, bounds, access): IBA class A,
     // remote operational error for the requester, local error for us.
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteOpError), err);
@@ -248,6 +250,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   const bool last = info.has(wire::kLast);
   uint32_t left = r.write_left;
   uint8_t* host = nullptr;
+  uint32_t space = MemSpaces::kLocal;
   MrRef ref;
   if (first) {
     const wire::Reth* reth = pv.reth();
@@ -260,7 +263,8 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     // The whole message range is checked here, once; later packets only check
     // that the MR did not change (still_valid) and stay inside write_left.
     if (left != 0) {
-      host = mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref);
+      host = mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref,
+                             &space);
       if (host == nullptr) {
         resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
         return;
@@ -274,6 +278,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
 
   if (first) {
     r.write_host = host;
+    r.write_space = space;
     r.write_ref = ref;
     r.write_left = left;
     r.write_len = left;
@@ -283,7 +288,8 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
       resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
       return;
     }
-    copy(r.write_host, pv.payload(), len);
+    copy_to(r.write_space, r.write_host, pv.payload(), len,
+            make_resp_tag(qp, r.epsn, r.rwqe_held ? kTagRespRwqe : kTagRespWrite));
     r.write_host += len;
   }
   r.write_left -= len;
@@ -373,7 +379,8 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
     return;
   }
-  uint8_t* host = mrs_.remote(qp.pd, a->rkey(), a->va(), 8, kAccessRemoteAtomic);
+  uint32_t space = MemSpaces::kLocal;
+  uint8_t* host = mrs_.remote(qp.pd, a->rkey(), a->va(), 8, kAccessRemoteAtomic, &space);
   if (host == nullptr) {
     resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
     return;
@@ -387,13 +394,29 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
     return;
   }
   copier_.drain();  // earlier WRITEs to these bytes land before the atomic reads them
-  std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(host));
+  if (!copier_.failed_tags().empty()) [[unlikely]] {
+    handle_copy_failures();  // an earlier request of this QP may have failed: no atomic then
+    if (qp.state == QpState::kErr) return;
+  }
   uint64_t orig;
-  if (pv.opcode == wire::op::kRcCompareSwap) {
-    orig = a->compare();
-    target.compare_exchange_strong(orig, a->swap_add());  // orig: the value found
+  if (space == MemSpaces::kLocal) [[likely]] {
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(host));
+    if (pv.opcode == wire::op::kRcCompareSwap) {
+      orig = a->compare();
+      target.compare_exchange_strong(orig, a->swap_add());  // orig: the value found
+    } else {
+      orig = target.fetch_add(a->swap_add());
+    }
   } else {
-    orig = target.fetch_add(a->swap_add());
+    const MemSpaces& spaces = mrs_.spaces();
+    const bool ok = pv.opcode == wire::op::kRcCompareSwap
+                        ? spaces.compare_swap(space, host, a->compare(), a->swap_add(), &orig)
+                        : spaces.fetch_add(space, host, a->swap_add(), &orig);
+    if (!ok) {
+      ++counters_.mem_space_atomic_errors;
+      resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+      return;
+    }
   }
   const uint32_t slot = r.res_next;
   RdAtomicRes& res = r.res[slot];

@@ -56,13 +56,24 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
       return Build::kNoRoom;
     }
     if (n != 0) {
-      const uint8_t* src = mrs_.remote(qp.pd, res.rkey, res.tx_va, n, kAccessRemoteRead);
-      if (src == nullptr) {
-        // The memory went away after the request was accepted: a NAK takes the
-        // place of this response packet.
-        res.queued = false;
-        r.q_head = (r.q_head + 1) % kMaxRdAtomic;
-        --r.q_count;
+      uint32_t space = MemSpaces::kLocal;
+      const uint8_t* src = mrs_.remote(qp.pd, res.rkey, res.tx_va, n, kAccessRemoteRead, &space);
+      bool read_ok = src != nullptr;
+      if (read_ok) {
+        if (space == MemSpaces::kLocal) [[likely]] {
+          std::memcpy(fw.payload(), src, n);
+        } else {
+          read_ok = space_read(space, fw.payload(), src, n);
+        }
+      }
+      if (!read_ok) {
+        // The memory went away after the request was accepted (deregistered,
+        // or its process is gone): a NAK takes the place of this response
+        // packet, and of the responses queued behind it (later PSNs).
+        for (uint32_t i = 0; i < r.q_count; ++i) {
+          r.res[r.queue[(r.q_head + i) % kMaxRdAtomic]].queued = false;
+        }
+        r.q_count = 0;
         r.nak_pending = true;
         r.nak_syndrome = wire::AethSyndrome::nak(wire::NakCode::kRemoteAccessError).raw();
         r.nak_psn = res.tx_psn;
@@ -70,7 +81,6 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
         enter_error(qp);
         return Build::kBlocked;
       }
-      std::memcpy(fw.payload(), src, n);
     }
     fw.bth().set_dest_qpn(qp.attr.dest_qp_num);
     fw.bth().set_psn(res.tx_psn);

@@ -43,7 +43,12 @@ namespace burst::core {
       (qp.attr.qp_access_flags & kAccessRemoteWrite) != 0 && MrTable::still_valid(r.write_ref);
   if (!ok) return false;
   r.nak_outstanding = false;  // the expected PSN arrived
-  copy(r.write_host, pv.payload(), len);
+  if (r.write_space == MemSpaces::kLocal) [[likely]] {
+    copy(r.write_host, pv.payload(), len);
+  } else {
+    copy_to(r.write_space, r.write_host, pv.payload(), len,
+            make_resp_tag(qp, r.epsn, kTagRespWrite));
+  }
   r.write_host += len;
   r.write_left -= len;
   r.epsn = r.epsn + 1;

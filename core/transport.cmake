@@ -2,6 +2,7 @@
 # timers) over the wire format (burst_wire) and the copy engine (burst_copy).
 add_library(burst_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/completer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/copy_failure.cc
   ${CMAKE_CURRENT_LIST_DIR}/counters.cc
   ${CMAKE_CURRENT_LIST_DIR}/cq.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc
@@ -15,4 +16,4 @@ add_library(burst_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ud.cc
 )
 target_include_directories(burst_core PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(burst_core PUBLIC burst_wire burst_copy burst_datapath burst_options)
+target_link_libraries(burst_core PUBLIC burst_wire burst_copy burst_mem_space burst_datapath burst_options)

@@ -48,13 +48,14 @@ void Engine::ud_receive(Qp& qp, const wire::PacketView& pv) {
   r.sge_off = 0;
   WcStatus err = WcStatus::kLocProtErr;
   const uint8_t* l3 = pv.frame + pv.l3_off;
+  const uint64_t tag = make_resp_tag(qp, pv.bth().psn(), kTagUdRecv);
   bool ok;
   if (pv.ipv6) {
-    ok = scatter(qp, l3, kGrhBytes, &err);
+    ok = scatter(qp, l3, kGrhBytes, &err, tag);
   } else {
-    ok = scatter(qp, kZeros, sizeof(kZeros), &err) && scatter(qp, l3, 20, &err);
+    ok = scatter(qp, kZeros, sizeof(kZeros), &err, tag) && scatter(qp, l3, 20, &err, tag);
   }
-  ok = ok && scatter(qp, pv.payload(), pv.payload_len, &err);
+  ok = ok && scatter(qp, pv.payload(), pv.payload_len, &err, tag);
   if (!ok) {
     complete_rwqe(qp, err, WcOpcode::kRecv, 0, 0, 0);
     enter_error(qp);

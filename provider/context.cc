@@ -3,10 +3,10 @@
 // reach a provider: libibverbs reads them from sysfs.
 //
 // Opening a context connects to burstd (ctl_conn.h): without a running burstd
-// ibv_open_device fails. PDs, CQs and QPs are created through it (pd_cq.cc,
-// qp.cc); every other object verb (MR, SRQ, AH, MW, ...) and the data path
-// (post/poll, completion events) return EOPNOTSUPP until the shared-memory
-// rings land.
+// ibv_open_device fails. PDs, CQs, QPs, MRs and AHs are created through it
+// (pd_cq.cc, qp.cc, datapath.cc); posting and polling run on shared-memory
+// rings (datapath.cc). SRQs, memory windows, XRC, flows, DM and the rest
+// return EOPNOTSUPP.
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -151,36 +151,27 @@ int query_port(ibv_context* ctx, uint8_t port_num, ibv_port_attr* attr) {
 // libibverbs calls this after reading an event from async_fd, before handing it
 // to the application: nothing to account for yet.
 void async_event(ibv_context*, ibv_async_event*) {}
+// ibv_get_cq_event calls this after reading an event: nothing to account for.
+void cq_event(ibv_cq*) {}
 
 void free_context(ibv_context* ibctx) {
   Context* ctx = to_context(ibctx);
+  stop_watcher(ctx);
   // burstd releases whatever the application did not destroy.
   ctl_close(&ctx->ctl);
+  for (uint32_t w = 0; w < ctx->workers; ++w) unmap_region(&ctx->doorbells[w].map);
+  free(ctx->doorbells);
+  pthread_mutex_destroy(&ctx->mu);
   pthread_mutex_destroy(&ctx->ctl.mu);
   if (ctx->async_write_fd >= 0) close(ctx->async_write_fd);
   verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd (the pipe's read end)
   free(ctx);
 }
 
-// Unimplemented verbs whose return value is not an errno.
-int poll_cq_unsupported(ibv_cq*, int, ibv_wc*) {
-  debug_log("burst: ibv verb 'poll_cq' is not implemented yet");
-  return -EOPNOTSUPP;  // ibv_poll_cq: negative on failure
-}
 int query_qp_data_in_order_unsupported(ibv_qp*, ibv_wr_opcode, uint32_t) {
   return 0;  // no in-order guarantee claimed
 }
 // Posting verbs report the first work request they did not take.
-int post_send_unsupported(ibv_qp*, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
-  debug_log("burst: ibv verb 'post_send' is not implemented yet (EOPNOTSUPP)");
-  *bad_wr = wr;
-  return EOPNOTSUPP;
-}
-int post_recv_unsupported(ibv_qp*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  debug_log("burst: ibv verb 'post_recv' is not implemented yet (EOPNOTSUPP)");
-  *bad_wr = wr;
-  return EOPNOTSUPP;
-}
 int post_srq_recv_unsupported(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   debug_log("burst: ibv verb 'post_srq_recv' is not implemented yet (EOPNOTSUPP)");
   *bad_wr = wr;
@@ -203,8 +194,8 @@ const verbs_context_ops kContextOps = {
     .attach_mcast = BURST_UNSUPPORTED(attach_mcast),
     .bind_mw = BURST_UNSUPPORTED(bind_mw),
     .close_xrcd = BURST_UNSUPPORTED(close_xrcd),
-    .cq_event = BURST_UNSUPPORTED(cq_event),
-    .create_ah = BURST_UNSUPPORTED(create_ah),
+    .cq_event = cq_event,
+    .create_ah = create_ah,
     .create_counters = BURST_UNSUPPORTED(create_counters),
     .create_cq = create_cq,
     .create_cq_ex = create_cq_ex,
@@ -219,8 +210,8 @@ const verbs_context_ops kContextOps = {
     .dealloc_mw = BURST_UNSUPPORTED(dealloc_mw),
     .dealloc_pd = dealloc_pd,
     .dealloc_td = BURST_UNSUPPORTED(dealloc_td),
-    .dereg_mr = BURST_UNSUPPORTED(dereg_mr),
-    .destroy_ah = BURST_UNSUPPORTED(destroy_ah),
+    .dereg_mr = dereg_mr,
+    .destroy_ah = destroy_ah,
     .destroy_counters = BURST_UNSUPPORTED(destroy_counters),
     .destroy_cq = destroy_cq,
     .destroy_flow = BURST_UNSUPPORTED(destroy_flow),
@@ -244,9 +235,9 @@ const verbs_context_ops kContextOps = {
     .modify_wq = BURST_UNSUPPORTED(modify_wq),
     .open_qp = BURST_UNSUPPORTED(open_qp),
     .open_xrcd = BURST_UNSUPPORTED(open_xrcd),
-    .poll_cq = poll_cq_unsupported,
-    .post_recv = post_recv_unsupported,
-    .post_send = post_send_unsupported,
+    .poll_cq = poll_cq,
+    .post_recv = post_recv,
+    .post_send = post_send,
     .post_srq_ops = BURST_UNSUPPORTED(post_srq_ops),
     .post_srq_recv = post_srq_recv_unsupported,
     .query_device_ex = query_device_ex,
@@ -259,8 +250,8 @@ const verbs_context_ops kContextOps = {
     .read_counters = BURST_UNSUPPORTED(read_counters),
     .reg_dm_mr = BURST_UNSUPPORTED(reg_dm_mr),
     .reg_dmabuf_mr = BURST_UNSUPPORTED(reg_dmabuf_mr),
-    .reg_mr = BURST_UNSUPPORTED(reg_mr),
-    .req_notify_cq = BURST_UNSUPPORTED(req_notify_cq),
+    .reg_mr = reg_mr,
+    .req_notify_cq = req_notify_cq,
     .rereg_mr = BURST_UNSUPPORTED(rereg_mr),
     .resize_cq = BURST_UNSUPPORTED(resize_cq),
     .set_ece = BURST_UNSUPPORTED(set_ece),
@@ -280,6 +271,8 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   if (ctx == nullptr) return nullptr;
   ctx->async_write_fd = -1;
   ctx->ctl = CtlConn{};
+  ctx->watcher_wake_fd = -1;
+  pthread_mutex_init(&ctx->mu, nullptr);
 
   // burstd owns every object: no context without it.
   burst_ctl_hello_resp hello{};
@@ -299,6 +292,9 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
     return nullptr;
   }
   ctx->client_id = hello.client_id;
+  ctx->workers = hello.workers;
+  ctx->doorbells = static_cast<Doorbell*>(calloc(hello.workers == 0 ? 1 : hello.workers,
+                                                 sizeof(Doorbell)));
   if (hello.netdev[0] != '\0' && to_device(device)->netdev[0] != '\0' &&
       strncmp(hello.netdev, to_device(device)->netdev, sizeof(hello.netdev)) != 0) {
     fprintf(stderr, "burst: warning: %s describes netdev %s but burstd at %s serves %.*s\n",
@@ -312,15 +308,34 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   if (pipe2(fds, O_CLOEXEC) != 0) {
     int saved = errno;
     ctl_close(&ctx->ctl);
+    free(ctx->doorbells);
+    pthread_mutex_destroy(&ctx->mu);
     verbs_uninit_context(&ctx->vctx);
     free(ctx);
     errno = saved;
     return nullptr;
   }
-  // The writer (burstd's event relay, later) must never block on a slow reader.
+  // The writers (burstd's workers, the watcher) must never block on a slow reader.
   fcntl(fds[1], F_SETFL, O_NONBLOCK);
   ctx->vctx.context.async_fd = fds[0];
   ctx->async_write_fd = fds[1];
+  burst_ctl_set_async_fd_req areq{};
+  burst_ctl_empty_resp aresp{};
+  int e = ctx->doorbells == nullptr ? ENOMEM
+                                    : ctl_call_fd(&ctx->ctl, BURST_CTL_OP_SET_ASYNC_FD, &areq,
+                                                  sizeof(areq), &aresp, sizeof(aresp), fds[1],
+                                                  nullptr);
+  if (e == 0) e = start_watcher(ctx);
+  if (e != 0) {
+    ctl_close(&ctx->ctl);
+    close(fds[1]);
+    free(ctx->doorbells);
+    pthread_mutex_destroy(&ctx->mu);
+    verbs_uninit_context(&ctx->vctx);
+    free(ctx);
+    errno = e;
+    return nullptr;
+  }
   ctx->vctx.context.num_comp_vectors = 1;
 
   verbs_set_ops(&ctx->vctx, &kContextOps);

@@ -32,8 +32,9 @@ int broken(CtlConn* c, int err, const char* what) {
   return err;
 }
 
-// One message of at most cap bytes; the deadline is absolute (now_ms()).
-int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline) {
+// One message of at most cap bytes; the deadline is absolute (now_ms()). A
+// descriptor that came with it goes to *fd (when fd is not null; else closed).
+int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline, int* fd) {
   for (;;) {
     const int64_t left = deadline - now_ms();
     if (left <= 0) return broken(c, ETIMEDOUT, "burstd did not answer in time");
@@ -44,7 +45,29 @@ int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline) {
       return broken(c, errno, "poll");
     }
     if (r == 0) continue;
-    const ssize_t n = recv(c->fd, buf, cap, MSG_TRUNC | MSG_DONTWAIT);
+    iovec iov{buf, cap};
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    const ssize_t n = recvmsg(c->fd, &mh, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n >= 0) {
+      for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+        const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < nfds; ++k) {
+          int got;
+          memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+          if (fd != nullptr && *fd < 0) {
+            *fd = got;
+          } else {
+            close(got);
+          }
+        }
+      }
+    }
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return broken(c, errno == ECONNRESET ? ECONNRESET : errno, "receive");
@@ -56,7 +79,8 @@ int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline) {
   }
 }
 
-int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len) {
+int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+                int send_fd, int* recv_fd) {
   if (c->broken || c->fd < 0) return ECONNRESET;
   if (req_len < kHdr || req_len > BURST_CTL_MAX_MSG || resp_len < kHdr || resp_len > kMaxResp) {
     return EINVAL;
@@ -69,16 +93,32 @@ int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
   h->length = static_cast<uint32_t>(req_len);
   h->status = 0;
   h->request_id = id;
+  iovec iov{req, req_len};
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (send_fd >= 0) {
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
+  }
   ssize_t sent;
   do {
-    sent = send(c->fd, req, req_len, MSG_NOSIGNAL);
+    sent = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
   } while (sent < 0 && errno == EINTR);
   if (sent != static_cast<ssize_t>(req_len)) {
     return broken(c, sent < 0 && errno != EPIPE ? errno : ECONNRESET, "send");
   }
   alignas(8) uint8_t buf[kMaxResp];  // 4 KiB on the caller's stack: control path only
   size_t n = 0;
-  if (int e = receive(c, buf, sizeof(buf), &n, now_ms() + kCallTimeoutMs); e != 0) return e;
+  if (int e = receive(c, buf, sizeof(buf), &n, now_ms() + kCallTimeoutMs, recv_fd); e != 0) {
+    return e;
+  }
   if (n < kHdr) return broken(c, EBADMSG, "short response");
   burst_ctl_hdr rh;
   memcpy(&rh, buf, kHdr);
@@ -141,7 +181,8 @@ int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_he
   req.version_max = BURST_CTL_VERSION;
   snprintf(req.client_name, sizeof(req.client_name), "%s", client_name);
   pthread_mutex_lock(&c->mu);
-  const int e = call_locked(c, BURST_CTL_OP_HELLO, &req, sizeof(req), hello, sizeof(*hello));
+  const int e =
+      call_locked(c, BURST_CTL_OP_HELLO, &req, sizeof(req), hello, sizeof(*hello), -1, nullptr);
   pthread_mutex_unlock(&c->mu);
   if (e != 0) {
     if (e == EPROTONOSUPPORT && !c->broken) {
@@ -160,9 +201,19 @@ int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_he
 }
 
 int ctl_call(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len) {
+  return ctl_call_fd(c, op, req, req_len, resp, resp_len, -1, nullptr);
+}
+
+int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+                int send_fd, int* recv_fd) {
+  if (recv_fd != nullptr) *recv_fd = -1;
   pthread_mutex_lock(&c->mu);
-  const int e = call_locked(c, op, req, req_len, resp, resp_len);
+  int e = call_locked(c, op, req, req_len, resp, resp_len, send_fd, recv_fd);
   pthread_mutex_unlock(&c->mu);
+  if (e != 0 && recv_fd != nullptr && *recv_fd >= 0) {
+    close(*recv_fd);
+    *recv_fd = -1;
+  }
   return e;
 }
 

@@ -53,6 +53,12 @@ inline bool ctl_conn_lost(const CtlConn* c) {
   return __atomic_load_n(&c->broken, __ATOMIC_ACQUIRE);
 }
 
+// ctl_call with descriptors: send_fd (-1: none) travels with the request (the
+// caller keeps its copy); a descriptor that comes with a successful response is
+// stored in *recv_fd (-1 when none came), owned by the caller.
+int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+                int send_fd, int* recv_fd);
+
 void ctl_close(CtlConn* c);
 
 }  // namespace burst::provider

@@ -1,7 +1,8 @@
 // Protection domains and completion queues, created in burstd over the
-// context's control connection. A CQ exists in burstd (its depth, its engine
-// shards) but has no shared-memory ring yet: polling and completion events
-// return EOPNOTSUPP until the data path lands.
+// context's control connection. A CQ comes with its ring (a memfd burstd
+// sends with the answer, mapped here; polled in datapath.cc) and, with a
+// completion channel, hands burstd the channel's socket (from the preload
+// shim) so that burstd can write completion events into it.
 #include <pthread.h>
 
 #include <cerrno>
@@ -14,14 +15,6 @@ namespace {
 
 constexpr int kMaxCqe = (1 << 16) - 1;  // as query_device reports (context.cc)
 
-// The extended-CQ polling interface needs the CQ ring: an application that
-// uses it gets a clean EOPNOTSUPP from ibv_start_poll instead of an empty CQ.
-int start_poll_unsupported(ibv_cq_ex*, ibv_poll_cq_attr*) {
-  debug_log("burst: ibv_start_poll is not implemented yet (EOPNOTSUPP)");
-  return EOPNOTSUPP;
-}
-int next_poll_unsupported(ibv_cq_ex*) { return EOPNOTSUPP; }
-void end_poll_unsupported(ibv_cq_ex*) {}
 
 // CREATE_CQ in burstd; nullptr with errno on failure.
 Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
@@ -30,22 +23,43 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
     errno = EINVAL;
     return nullptr;
   }
+  int peer = -1;
   if (channel != nullptr) {
-    // Completion channels need the event path from burstd (not yet there).
-    debug_log("burst: CQ with a completion channel is not implemented yet (EOPNOTSUPP)");
-    errno = EOPNOTSUPP;
-    return nullptr;
+    // burstd writes completion events into the channel through this socket.
+    peer = cq_channel_peer(channel);
+    if (peer < 0) {
+      debug_log("burst: completion channel fd %d is not one of burst's (run the application "
+                "under `burstctl run`, which preloads the shim that creates them)",
+                channel->fd);
+      errno = EOPNOTSUPP;
+      return nullptr;
+    }
   }
   auto* cq = static_cast<Cq*>(calloc(1, sizeof(Cq)));
   if (cq == nullptr) {
     errno = ENOMEM;
     return nullptr;
   }
+  cq->channel_peer = peer;
   burst_ctl_create_cq_req req{};
   req.cqe = static_cast<uint32_t>(cqe);
+  req.flags = peer >= 0 ? BURST_CTL_CQ_F_CHANNEL : 0;
+  req.user_handle = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
   burst_ctl_create_cq_resp resp{};
-  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_CREATE_CQ, &req, sizeof(req), &resp, sizeof(resp));
-      e != 0) {
+  int fd = -1;
+  int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_CQ, &req, sizeof(req), &resp, sizeof(resp),
+                      peer, &fd);
+  if (e == 0) {
+    e = attach_cq_ring(ctx, cq, fd, resp.region_size);
+    if (e != 0) {
+      burst_ctl_handle_req dreq{};
+      dreq.handle = resp.cq_handle;
+      burst_ctl_empty_resp dresp{};
+      (void)ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_CQ, &dreq, sizeof(dreq), &dresp,
+                     sizeof(dresp));
+    }
+  }
+  if (e != 0) {
     free(cq);
     errno = e;
     return nullptr;
@@ -119,6 +133,10 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
     errno = EINVAL;
     return nullptr;
   }
+  if (attr->channel != nullptr) {  // the event counters and channel are ibv_create_cq's business
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
   Cq* cq = make_cq(ibctx, static_cast<int>(attr->cqe), attr->channel,
                    static_cast<int>(attr->comp_vector));
   if (cq == nullptr) return nullptr;
@@ -132,9 +150,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
   pthread_mutex_init(&x.mutex, nullptr);
   pthread_cond_init(&x.cond, nullptr);
   x.comp_mask = 0;
-  x.start_poll = start_poll_unsupported;
-  x.next_poll = next_poll_unsupported;
-  x.end_poll = end_poll_unsupported;
+  init_cq_ex_ops(cq);
   return &x;
 }
 
@@ -146,7 +162,10 @@ int destroy_cq(ibv_cq* ibcq) {
   burst_ctl_empty_resp resp{};
   const int e = destroy_result(
       ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_CQ, &req, sizeof(req), &resp, sizeof(resp)));
-  if (e == 0) free(cq);
+  if (e == 0) {
+    detach_cq_ring(ctx, cq);
+    free(cq);
+  }
   return e;  // EBUSY while QPs use it
 }
 

@@ -11,6 +11,8 @@
 
 #include "provider/burst_verbs_abi.h"
 #include "provider/ctl_conn.h"
+#include "shm/doorbell.h"
+#include "shm/spsc_ring.h"
 
 namespace burst::provider {
 
@@ -24,6 +26,21 @@ struct Device {
 };
 static_assert(offsetof(Device, vdev) == 0);
 
+// A region burstd handed over (a memfd), mapped MAP_SHARED.
+struct Mapping {
+  uint8_t* base = nullptr;
+  size_t size = 0;
+};
+
+// A burstd worker's doorbell queue, mapped on first use by a QP of that worker.
+struct Doorbell {
+  Mapping map;
+  shm::DoorbellProducer producer;
+  bool ready = false;
+};
+
+struct Cq;
+
 // One ibv_open_device(). Allocated by libibverbs (_verbs_init_and_alloc_context)
 // at our size, freed by free_context.
 struct Context {
@@ -34,6 +51,16 @@ struct Context {
   int async_write_fd;
   CtlConn ctl;         // to burstd; everything below was created through it
   uint32_t client_id;  // burstd's name for this connection (burstctl qps "client")
+  uint32_t workers;    // burstd's workers (doorbell queues)
+  pthread_mutex_t mu;  // doorbells[] setup and the channel-CQ list
+  Doorbell* doorbells; // [workers]
+  Cq* channel_cqs;     // CQs with a completion channel (woken when burstd dies)
+  // The watcher thread: waits for burstd to close the connection, then reports
+  // IBV_EVENT_DEVICE_FATAL, wakes every completion channel and fails the data path.
+  pthread_t watcher;
+  bool watcher_running;
+  int watcher_wake_fd;  // eventfd: free_context stops the watcher
+  bool dead;            // burstd went away (atomic accesses)
 };
 static_assert(offsetof(Context, vctx) == 0);
 
@@ -47,12 +74,37 @@ struct Pd {
 struct Cq {
   verbs_cq vcq;  // must be first; ibv_cq_ex-sized, also for ibv_create_cq
   uint32_t handle;
+  Mapping map;
+  shm::RingConsumer ring;  // the CQ ring (burstd produces); under lock
+  burst_shm_ring* hdr;     // for arm_sequence and status
+  pthread_spinlock_t lock;
+  int channel_peer;  // the shim's other end of the completion channel, -1: none
+  Cq* next_channel;  // Context::channel_cqs list
+  // ibv_cq_ex polling state (start_poll / next_poll / read_*): under lock.
+  burst_shm_cqe cur;
 };
+struct QpEx;  // qp_ex.cc: the ibv_qp_ex work-request builder state
 struct Qp {
   verbs_qp vqp;  // must be first (libibverbs reads verbs_qp.comp_mask)
   uint32_t handle;
   uint32_t worker;  // the burstd worker that owns it
   bool sq_sig_all;
+  QpEx* ex;  // non-null when created through ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+  Mapping map;
+  shm::RingProducer sq, rq;  // under sq_lock / rq_lock
+  burst_shm_ring* sq_hdr;
+  burst_shm_ring* rq_hdr;    // nullptr with an SRQ
+  pthread_spinlock_t sq_lock, rq_lock;
+  uint32_t max_send_sge, max_recv_sge, max_inline;
+  const shm::DoorbellProducer* db;
+};
+struct Mr {
+  verbs_mr vmr;  // must be first (ibv_dereg_mr reads verbs_mr)
+  uint32_t handle;
+};
+struct Ah {
+  ibv_ah ah;  // must be first
+  uint32_t handle;
 };
 static_assert(offsetof(Pd, pd) == 0 && offsetof(Cq, vcq) == 0 && offsetof(Qp, vqp) == 0);
 
@@ -80,6 +132,26 @@ inline Qp* to_qp(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
 // context.cc
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data);
 
+// datapath.cc: regions and doorbells.
+int map_region(int fd, uint64_t size, burst_shm_region_kind kind, Mapping* out);  // closes fd
+void unmap_region(Mapping* m);
+const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker);  // nullptr + errno
+int start_watcher(Context* ctx);
+int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size);  // takes fd
+void detach_cq_ring(Context* ctx, Cq* cq);
+int cq_channel_peer(ibv_comp_channel* channel);  // -1 without the preload shim
+int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker);  // takes fd
+void detach_qp_rings(Qp* qp);
+void stop_watcher(Context* ctx);
+int poll_cq(ibv_cq* cq, int ne, ibv_wc* wc);
+int req_notify_cq(ibv_cq* cq, int solicited_only);
+void init_cq_ex_ops(Cq* cq);
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
+int dereg_mr(verbs_mr* mr);
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
+int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out);  // qp.cc
+
 // pd_cq.cc: PDs and CQs through burstd.
 ibv_pd* alloc_pd(ibv_context* ctx);
 int dealloc_pd(ibv_pd* pd);
@@ -93,6 +165,17 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
 int destroy_qp(ibv_qp* qp);
+
+// datapath.cc: the data path on the shared-memory rings.
+int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
+int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+
+// qp_ex.cc: the ibv_qp_ex "wr_*" builder (ibv_wr_start ... ibv_wr_complete), on
+// top of post_send. init_qp_ex sets qp->ex and the ibv_qp_ex callbacks for the
+// operations in send_ops_flags (EOPNOTSUPP for flags burst does not carry);
+// fini_qp_ex frees qp->ex (nullptr is fine).
+int init_qp_ex(Qp* qp, uint64_t send_ops_flags);
+void fini_qp_ex(Qp* qp);
 
 // A destroy verb's result: after the connection to burstd is lost, burstd has
 // already released the object (it frees everything of a closed connection), so

@@ -2,7 +2,7 @@
 // burstd over the context's control connection. The attributes travel 1:1
 // (burst_ctl_qp_attr carries IBV_* values, see burst_ctl_proto.h); RoCE
 // addresses always carry a GRH, and a zero destination MAC asks burstd to
-// resolve it. Posting work requests needs the shared-memory rings: EOPNOTSUPP.
+// resolve it. Each QP comes with its region (SQ and RQ rings, datapath.cc).
 #include <pthread.h>
 
 #include <cerrno>
@@ -61,9 +61,23 @@ Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_
   req.cap.max_send_sge = cap->max_send_sge;
   req.cap.max_recv_sge = cap->max_recv_sge;
   req.cap.max_inline_data = cap->max_inline_data;
+  req.user_handle = reinterpret_cast<uintptr_t>(&qp->vqp.qp);
   burst_ctl_create_qp_resp resp{};
-  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp));
-      e != 0) {
+  int fd = -1;
+  int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp),
+                      -1, &fd);
+  if (e == 0) {
+    qp->vqp.qp.qp_num = resp.qpn;
+    e = attach_qp_rings(ctx, qp, fd, resp.region_size, resp.worker);
+    if (e != 0) {
+      burst_ctl_handle_req dreq{};
+      dreq.handle = resp.qp_handle;
+      burst_ctl_empty_resp dresp{};
+      (void)ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_QP, &dreq, sizeof(dreq), &dresp,
+                     sizeof(dresp));
+    }
+  }
+  if (e != 0) {
     free(qp);
     errno = e;  // EINVAL for caps beyond the device limits (ibv_query_device)
     return nullptr;
@@ -97,6 +111,8 @@ Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_
   return qp;
 }
 
+}  // namespace
+
 // ibv_ah_attr -> the protocol's address. RoCE needs the GRH.
 int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out) {
   if (!ah.is_global) return EINVAL;  // as a RoCE device: no address without a GRH
@@ -110,6 +126,8 @@ int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out) {
   out->vlan_id = kUntagged;
   return 0;
 }
+
+namespace {
 
 void ah_from_wire(const burst_ctl_ah& in, uint8_t port_num, ibv_ah_attr* ah) {
   *ah = ibv_ah_attr{};
@@ -131,9 +149,10 @@ ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
 }
 
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
-  // Basics: a PD, optionally create_flags 0. The work-request API
-  // (send_ops_flags, ibv_qp_ex) comes with the data path.
-  constexpr uint32_t kSupported = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+  // A PD, optionally create_flags 0, optionally the work-request API
+  // (send_ops_flags: ibv_qp_ex, qp_ex.cc).
+  constexpr uint32_t kSupported =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != ctx) {
     errno = EINVAL;
     return nullptr;
@@ -146,7 +165,16 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
   }
   Qp* qp = make_qp(attr->pd, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
                    attr->qp_context, attr->sq_sig_all, &attr->cap);
-  return qp != nullptr ? &qp->vqp.qp : nullptr;
+  if (qp == nullptr) return nullptr;
+  if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+    if (int e = init_qp_ex(qp, attr->send_ops_flags); e != 0) {
+      (void)destroy_qp(&qp->vqp.qp);
+      errno = e;
+      return nullptr;
+    }
+    qp->vqp.comp_mask |= BURST_VERBS_QP_EX;
+  }
+  return &qp->vqp.qp;
 }
 
 int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
@@ -247,6 +275,8 @@ int destroy_qp(ibv_qp* ibqp) {
   const int e = destroy_result(
       ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_QP, &req, sizeof(req), &resp, sizeof(resp)));
   if (e != 0) return e;
+  detach_qp_rings(qp);
+  fini_qp_ex(qp);
   pthread_cond_destroy(&ibqp->cond);
   pthread_mutex_destroy(&ibqp->mutex);
   free(qp);

@@ -134,7 +134,7 @@
 #endif
 
 /* Bumped on any change to a structure, an encoding or the doorbell protocol. */
-#define BURST_SHM_ABI_VERSION 1
+#define BURST_SHM_ABI_VERSION 2
 
 #define BURST_SHM_CACHE_LINE 64
 
@@ -217,7 +217,12 @@ struct burst_shm_ring {
   uint8_t reserved1[60];
   /* Line 2: written by the consumer side, read by the producer side. */
   uint32_t consumer_index;
-  uint8_t reserved2[60];
+  /* CQ only: the provider adds 1 for every ibv_req_notify_cq; burstd sends one
+   * completion event (to the CQ's channel) for the first completion it writes
+   * after seeing a value it has not answered yet. Solicited-only requests are
+   * answered like any request (a spurious wakeup, never a lost one). */
+  uint32_t arm_sequence;
+  uint8_t reserved2[56];
 };
 
 /* ------------------------------------------------------------------------ */
@@ -285,7 +290,7 @@ enum burst_shm_db_kind {
   BURST_SHM_DB_SQ = 1,   /* handle = QPN: new send WQEs */
   BURST_SHM_DB_RQ = 2,   /* handle = QPN: new receive WQEs */
   BURST_SHM_DB_SRQ = 3,  /* handle = SRQN: new receive WQEs */
-  BURST_SHM_DB_CQ_ARM = 4, /* handle = CQN: arm for the next completion */
+  BURST_SHM_DB_CQ_ARM = 4, /* reserved: CQs are armed through burst_shm_ring.arm_sequence */
   BURST_SHM_DB_KIND_MAX = 4,
 };
 
@@ -367,6 +372,7 @@ BURST_SHM_CHECK(burst_shm_ring, error_reason, 40);
 BURST_SHM_CHECK(burst_shm_ring, reserved0, 44);
 BURST_SHM_CHECK(burst_shm_ring, producer_index, 64);
 BURST_SHM_CHECK(burst_shm_ring, consumer_index, 128);
+BURST_SHM_CHECK(burst_shm_ring, arm_sequence, 132);
 
 BURST_SHM_STATIC_ASSERT(sizeof(struct burst_shm_sge) == 16, "sge size");
 BURST_SHM_CHECK(burst_shm_sge, addr, 0);

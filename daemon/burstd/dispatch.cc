@@ -78,9 +78,24 @@ void Dispatcher::close_session(Session& s, const char* why) {
   }
 }
 
-void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out,
-                        bool* close) {
+namespace {
+// Ops whose request carries a descriptor (CREATE_CQ only with BURST_CTL_CQ_F_CHANNEL).
+bool takes_fd(uint16_t op) {
+  return op == BURST_CTL_OP_CREATE_CQ || op == BURST_CTL_OP_SET_ASYNC_FD;
+}
+}  // namespace
+
+void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, int in_fd,
+                        std::vector<uint8_t>* out, std::vector<int>* out_fds, bool* close) {
   *close = false;
+  out_fds->clear();
+  // in_fd -2: the message carried several descriptors (already closed).
+  struct FdGuard {
+    int fd;
+    ~FdGuard() {
+      if (fd >= 0) ::close(fd);
+    }
+  } guard{in_fd};
   ++s.requests;
   burst_ctl_hdr h{};
   if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));
@@ -107,6 +122,11 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, std::vector<
     error_response(out, h, EPROTONOSUPPORT);
     return;
   }
+  if (guard.fd == -2 || (guard.fd >= 0 && !takes_fd(h.op))) {
+    protocol_error(s, "unexpected file descriptors with the request", h.op, EBADF);
+    error_response(out, h, EBADF);
+    return;
+  }
   switch (h.op) {
     case BURST_CTL_OP_QUERY_STATUS:
       query_status(h, out);
@@ -121,7 +141,7 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, std::vector<
       query_qps(h, msg, out);
       break;
     default:
-      resource_op(s, h, msg, out);
+      resource_op(s, h, msg, &guard.fd, out, out_fds);
       break;
   }
 }
@@ -178,8 +198,14 @@ void Dispatcher::hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
               v);
 }
 
-void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
-                             std::vector<uint8_t>* out) {
+void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fd,
+                             std::vector<uint8_t>* out, std::vector<int>* out_fds) {
+  // Takes the request's descriptor (the callee adopts it, also on failure).
+  auto take_fd = [in_fd] {
+    const int fd = *in_fd;
+    *in_fd = -1;
+    return fd;
+  };
   int err = 0;
   std::string what;  // for the debug log
   switch (h.op) {
@@ -195,10 +221,14 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
     }
     case BURST_CTL_OP_DEALLOC_PD:
     case BURST_CTL_OP_DESTROY_CQ:
-    case BURST_CTL_OP_DESTROY_QP: {
+    case BURST_CTL_OP_DESTROY_QP:
+    case BURST_CTL_OP_DEREG_MR:
+    case BURST_CTL_OP_DESTROY_AH: {
       const auto req = read_as<burst_ctl_handle_req>(msg);
       err = h.op == BURST_CTL_OP_DEALLOC_PD   ? res_.dealloc_pd(s.id, req.handle)
             : h.op == BURST_CTL_OP_DESTROY_CQ ? res_.destroy_cq(s.id, req.handle)
+            : h.op == BURST_CTL_OP_DEREG_MR   ? res_.dereg_mr(s.id, req.handle)
+            : h.op == BURST_CTL_OP_DESTROY_AH ? res_.destroy_ah(s.id, req.handle)
                                               : res_.destroy_qp(s.id, req.handle);
       if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
       what = "handle " + std::to_string(req.handle);
@@ -206,25 +236,29 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
     }
     case BURST_CTL_OP_CREATE_CQ: {
       const auto req = read_as<burst_ctl_create_cq_req>(msg);
-      uint32_t handle = 0, actual = 0;
-      err = req.flags != 0 ? EINVAL : res_.create_cq(s.id, req.cqe, &handle, &actual);
+      burst_ctl_create_cq_resp body{};
+      int fd = -1;
+      err = res_.create_cq(s.id, req, take_fd(), &body, &fd);
       if (err == 0) {
-        auto* r =
-            start_response<burst_ctl_create_cq_resp>(out, h, sizeof(burst_ctl_create_cq_resp));
-        r->cq_handle = handle;
-        r->cqe = actual;
-        what = "cq " + std::to_string(handle) + " (" + std::to_string(actual) + " entries)";
+        auto* r = start_response<burst_ctl_create_cq_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+        out_fds->push_back(fd);
+        what = "cq " + std::to_string(body.cq_handle) + " (" + std::to_string(body.cqe) +
+               " entries" + ((req.flags & BURST_CTL_CQ_F_CHANNEL) ? ", channel)" : ")");
       }
       break;
     }
     case BURST_CTL_OP_CREATE_QP: {
       const auto req = read_as<burst_ctl_create_qp_req>(msg);
       burst_ctl_create_qp_resp body{};
-      err = res_.create_qp(s.id, req, &body);
+      int fd = -1;
+      err = res_.create_qp(s.id, req, &body, &fd);
       if (err == 0) {
         auto* r = start_response<burst_ctl_create_qp_resp>(out, h, sizeof(body));
         body.hdr = r->hdr;
         *r = body;
+        if (fd >= 0) out_fds->push_back(fd);
         what = std::string(ctl::qp_type_name(req.qp_type)) + " qp " +
                std::to_string(body.qp_handle) + " qpn " + std::to_string(body.qpn) + " on worker " +
                std::to_string(body.worker);
@@ -253,6 +287,50 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
         *r = body;
       }
       what = "qp " + std::to_string(req.qp_handle);
+      break;
+    }
+    case BURST_CTL_OP_REG_MR: {
+      const auto req = read_as<burst_ctl_reg_mr_req>(msg);
+      burst_ctl_reg_mr_resp body{};
+      err = res_.reg_mr(s.id, req, &body);
+      if (err == 0) {
+        auto* r = start_response<burst_ctl_reg_mr_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+      }
+      what = "mr " + std::to_string(body.mr_handle) + " len " + std::to_string(req.length) +
+             (body.memory_mode == BURST_CTL_MEM_SHM ? " zero-copy" : " cross-memory");
+      break;
+    }
+    case BURST_CTL_OP_MAP_DOORBELL: {
+      const auto req = read_as<burst_ctl_map_doorbell_req>(msg);
+      burst_ctl_map_doorbell_resp body{};
+      int fd = -1;
+      err = res_.map_doorbell(s.id, req.worker, &body, &fd);
+      if (err == 0) {
+        auto* r = start_response<burst_ctl_map_doorbell_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+        out_fds->push_back(fd);
+      }
+      what = "worker " + std::to_string(req.worker);
+      break;
+    }
+    case BURST_CTL_OP_CREATE_AH: {
+      const auto req = read_as<burst_ctl_create_ah_req>(msg);
+      uint32_t handle = 0;
+      err = res_.create_ah(s.id, req, &handle);
+      if (err == 0) {
+        start_response<burst_ctl_create_ah_resp>(out, h, sizeof(burst_ctl_create_ah_resp))
+            ->ah_handle = handle;
+      }
+      what = "ah " + std::to_string(handle);
+      break;
+    }
+    case BURST_CTL_OP_SET_ASYNC_FD: {
+      const int fd = take_fd();
+      err = fd < 0 ? EBADF : res_.set_async_fd(s.id, fd);
+      if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
       break;
     }
     default:

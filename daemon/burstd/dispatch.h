@@ -45,7 +45,15 @@ class Dispatcher {
 
   // Handles one received message; `out` gets the response. *close: the peer
   // does not speak this protocol, close after sending the response.
-  void handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out, bool* close);
+  void handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out, bool* close) {
+    std::vector<int> fds;
+    handle(s, msg, len, -1, out, &fds, close);
+  }
+  // The same with file descriptors: in_fd is the one the request carried (-1:
+  // none); the dispatcher keeps it or closes it. *out_fds are sent with the
+  // response; they stay owned by burstd (the event loop does not close them).
+  void handle(Session& s, const uint8_t* msg, size_t len, int in_fd, std::vector<uint8_t>* out,
+              std::vector<int>* out_fds, bool* close);
 
   uint32_t sessions() const { return sessions_; }
 
@@ -66,8 +74,8 @@ class Dispatcher {
   void query_workers(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
   void query_counters(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
   void query_qps(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
-  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
-                   std::vector<uint8_t>* out);
+  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fd,
+                   std::vector<uint8_t>* out, std::vector<int>* out_fds);
 
   const Config& config_;
   Device& device_;

@@ -46,6 +46,19 @@ void append_counters(const WorkerStats& st, Counters* out) {
   for (size_t i = 0; i < e.rx_drop.size(); ++i) {
     add(out, std::string("rx_drop.") + core::drop_name(static_cast<core::Drop>(i)), e.rx_drop[i]);
   }
+  const PlaneCounters& p = st.plane;
+  add(out, "shm.doorbells", p.doorbells);
+  add(out, "shm.send_wqes", p.send_wqes);
+  add(out, "shm.recv_wqes", p.recv_wqes);
+  add(out, "shm.bad_wqes", p.bad_wqes);
+  add(out, "shm.ring_faults", p.ring_faults);
+  add(out, "shm.cqes", p.cqes);
+  add(out, "shm.sweeps", p.sweeps);
+  add(out, "shm.sweep_finds", p.sweep_finds);
+  add(out, "shm.doorbell_reclaimed", st.doorbell.reclaimed);
+  add(out, "shm.doorbell_corrupt", st.doorbell.corrupt);
+  add(out, "shm.doorbell_invalid", st.doorbell.invalid);
+  add(out, "shm.doorbell_head_repairs", st.doorbell.head_repairs);
   add(out, "rx_ecn_ce", e.rx_ecn_ce);
   add(out, "rx_cnp", e.rx_cnp);
   add(out, "rx_duplicate", e.rx_duplicate);

@@ -162,17 +162,43 @@ void EventLoop::serve(Conn& c, uint32_t events) {
   const int fd = c.fd;
   for (int i = 0; i < kMessagesPerWakeup; ++i) {
     iovec iov{rx_.data(), rx_.size()};
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    const ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    const ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
       drop(fd, "disconnected (receive error)");
       return;
     }
+    // Descriptors that came with the message: one is handed to the dispatcher,
+    // any other (or a truncated set) is closed and the request refused.
+    int in_fd = -1;
+    bool bad_fds = (mh.msg_flags & MSG_CTRUNC) != 0;
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+      if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+      const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t k = 0; k < nfds; ++k) {
+        int got;
+        std::memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
+        if (in_fd < 0 && !bad_fds) {
+          in_fd = got;
+        } else {
+          close(got);
+          bad_fds = true;
+        }
+      }
+    }
+    if (bad_fds && in_fd >= 0) {
+      close(in_fd);
+      in_fd = -1;
+    }
     if (n == 0) {
+      if (in_fd >= 0) close(in_fd);
       drop(fd, "disconnected");
       return;
     }
@@ -180,9 +206,27 @@ void EventLoop::serve(Conn& c, uint32_t events) {
     // Larger than any request: the checks answer EMSGSIZE.
     if (mh.msg_flags & MSG_TRUNC) len = rx_.size();
     bool close_after = false;
-    dispatcher_.handle(c.session, rx_.data(), len, &tx_, &close_after);
-    if (send(fd, tx_.data(), tx_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-        static_cast<ssize_t>(tx_.size())) {
+    out_fds_.clear();
+    if (bad_fds) {
+      // More than one descriptor: not something any op sends.
+      in_fd = -2;
+    }
+    dispatcher_.handle(c.session, rx_.data(), len, in_fd, &tx_, &out_fds_, &close_after);
+    iovec tiov{tx_.data(), tx_.size()};
+    alignas(cmsghdr) char tbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
+    msghdr th{};
+    th.msg_iov = &tiov;
+    th.msg_iovlen = 1;
+    if (!out_fds_.empty() && out_fds_.size() <= kMaxFdsPerMessage) {
+      th.msg_control = tbuf;
+      th.msg_controllen = CMSG_SPACE(sizeof(int) * out_fds_.size());
+      cmsghdr* cm = CMSG_FIRSTHDR(&th);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int) * out_fds_.size());
+      std::memcpy(CMSG_DATA(cm), out_fds_.data(), sizeof(int) * out_fds_.size());
+    }
+    if (sendmsg(fd, &th, MSG_NOSIGNAL | MSG_DONTWAIT) != static_cast<ssize_t>(tx_.size())) {
       // A client that does not read its responses is not served further.
       drop(fd, errno == EAGAIN ? "disconnected (not reading its responses)"
                                : "disconnected (send failed)");

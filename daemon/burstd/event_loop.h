@@ -50,6 +50,8 @@ class EventLoop {
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::vector<uint8_t> rx_;
   std::vector<uint8_t> tx_;
+  std::vector<int> out_fds_;  // sent with tx_; owned by the objects they belong to
+  static constexpr size_t kMaxFdsPerMessage = 2;
 };
 
 }  // namespace burst::burstd

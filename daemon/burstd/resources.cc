@@ -4,9 +4,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "core/qp.h"
 #include "daemon/burstd/log.h"
 #include "daemon/net/neigh.h"
+#include "shm/layout.h"
 
 namespace burst::burstd {
 namespace {
@@ -14,6 +17,12 @@ namespace {
 constexpr uint32_t kKnownMask = (core::kQpDestQpn << 1) - 1;  // IBV_QP_STATE .. IBV_QP_DEST_QPN
 constexpr uint32_t kMaxQpState = static_cast<uint32_t>(core::QpState::kErr);
 constexpr int kResolveTimeoutMs = 1000;
+constexpr uint32_t kDoorbellLog2Slots = 12;
+// A producer that died between reserve and commit holds up its worker's
+// doorbell queue this long (the rings are also swept every millisecond).
+constexpr uint64_t kDoorbellReclaimNs = 50'000'000;
+constexpr uint32_t kIbvAccessKnown = 0x1f;  // LOCAL_WRITE .. MW_BIND (ZERO_BASED and later: not supported)
+
 
 bool zero_mac(const std::array<uint8_t, 6>& m) {
   return std::all_of(m.begin(), m.end(), [](uint8_t b) { return b == 0; });
@@ -32,7 +41,38 @@ burst_ctl_qp_cap cap_to_wire(const core::QpCap& c) {
 }  // namespace
 
 Resources::Resources(Device& device, uint32_t command_timeout_ms)
-    : device_(device), timeout_ms_(command_timeout_ms) {}
+    : device_(device), timeout_ms_(command_timeout_ms) {
+  doorbells_.resize(device_.workers());
+  for (uint32_t w = 0; w < device_.workers(); ++w) {
+    const AhTable* t = &ahs_;
+    (void)device_.worker(w).run([t](WorkerBase& wk) { wk.plane().set_ah_table(t); }, timeout_ms_);
+  }
+}
+
+void Resources::quiesce_workers() {
+  for (uint32_t w = 0; w < device_.workers(); ++w) (void)on_worker(w, [](WorkerBase&) {});
+}
+
+shm::ShmRegion* Resources::doorbell(uint32_t w) {
+  if (doorbells_[w]) return doorbells_[w].get();
+  shm::RegionLayout layout;
+  if (!shm::LayoutDoorbell(kDoorbellLog2Slots, &layout).ok()) return nullptr;
+  auto region = std::make_unique<shm::ShmRegion>();
+  const std::string name = "burst-doorbell-" + std::to_string(w);
+  if (core::Status s = shm::ShmRegion::Create(name.c_str(), layout.size, region.get()); !s.ok()) {
+    BURSTD_ERROR("doorbell region for worker %u: %s", w, std::strerror(s.to_errno()));
+    return nullptr;
+  }
+  shm::InitDoorbellRegion(region->data(), layout, w, kDoorbellLog2Slots, kDoorbellReclaimNs);
+  shm::ShmRegion* r = region.get();
+  if (on_worker(w, [r](WorkerBase& wk) {
+        wk.plane().set_doorbell(r, kDoorbellLog2Slots, kDoorbellReclaimNs);
+      }) != 0) {
+    return nullptr;
+  }
+  doorbells_[w] = std::move(region);
+  return r;
+}
 
 Resources::~Resources() {
   while (!clients_.empty()) release_client(clients_.begin()->first);
@@ -181,6 +221,35 @@ int Resources::create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32
   return 0;
 }
 
+int Resources::create_cq(uint32_t client, const burst_ctl_create_cq_req& req, int channel_fd,
+                         burst_ctl_create_cq_resp* resp, int* region_fd) {
+  auto close_fd = [&] {
+    if (channel_fd >= 0) close(channel_fd);
+  };
+  if ((req.flags & ~BURST_CTL_CQ_F_CHANNEL) != 0 ||
+      ((req.flags & BURST_CTL_CQ_F_CHANNEL) != 0) != (channel_fd >= 0)) {
+    close_fd();
+    return (req.flags & ~BURST_CTL_CQ_F_CHANNEL) != 0 ? EINVAL : EBADF;
+  }
+  uint32_t handle = 0, actual = 0;
+  if (int e = create_cq(client, req.cqe, &handle, &actual); e != 0) {
+    close_fd();
+    return e;
+  }
+  std::unique_ptr<ShmCq> ring;
+  if (core::Status s = ShmCq::Create(handle, actual, req.user_handle, channel_fd, &ring); !s.ok()) {
+    (void)destroy_cq(client, handle);
+    return s.to_errno();  // channel_fd is closed by the failed ShmCq
+  }
+  Cq& cq = find(client)->cqs[handle];
+  cq.ring = std::move(ring);
+  resp->cq_handle = handle;
+  resp->cqe = actual;
+  resp->region_size = cq.ring->size();
+  *region_fd = cq.ring->fd();
+  return 0;
+}
+
 int Resources::destroy_cq(uint32_t client, uint32_t handle) {
   Client* c = find(client);
   if (c == nullptr) return ENOENT;
@@ -192,7 +261,12 @@ int Resources::destroy_cq(uint32_t client, uint32_t handle) {
     if (cq.shard[w] == 0) continue;
     core::Status st;
     const uint32_t id = cq.shard[w];
-    if (int e = on_worker(w, [&](WorkerBase& wk) { st = wk.engine().destroy_cq(id); }); e != 0) {
+    if (int e = on_worker(w,
+                          [&](WorkerBase& wk) {
+                            wk.plane().unbind_cq(id);
+                            st = wk.engine().destroy_cq(id);
+                          });
+        e != 0) {
       return e;
     }
     if (!st.ok()) return st.to_errno();
@@ -206,7 +280,8 @@ int Resources::destroy_cq(uint32_t client, uint32_t handle) {
 // QPs
 
 int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
-                         burst_ctl_create_qp_resp* resp) {
+                         burst_ctl_create_qp_resp* resp, int* region_fd) {
+  if (region_fd != nullptr) *region_fd = -1;
   Client* c = find(client);
   if (c == nullptr) return ENOENT;
   auto pd = c->pds.find(req.pd_handle);
@@ -244,6 +319,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
       st = eng.create_cq(cq->cqe, &id);
       if (!st.ok()) break;
       cq->shard[w] = id;
+      if (cq->ring) wk.plane().bind_cq(id, cq->ring.get());
       made[cq == &send_cq ? 0 : 1] = id;
     }
     if (st.ok()) {
@@ -255,6 +331,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
     if (!st.ok()) {  // undo the shards made for this QP
       for (int i = 0; i < 2; ++i) {
         if (made[i] == 0) continue;
+        wk.plane().unbind_cq(made[i]);
         (void)eng.destroy_cq(made[i]);
         (i == 0 ? send_cq : recv_cq).shard[w] = 0;
       }
@@ -262,8 +339,59 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   });
   if (e != 0) return e;
   if (!st.ok()) return st.to_errno();
+
+  // The application's rings, when its CQs have them (the data path).
+  std::shared_ptr<shm::ShmRegion> region;
+  if (send_cq.ring && recv_cq.ring) {
+    int err = 0;
+    ShmQpBinding b;
+    shm::RingSpec specs[2];
+    specs[0].kind = BURST_SHM_RING_SQ;
+    specs[0].handle = qpn;
+    specs[0].max_sge = cap.max_send_sge;
+    specs[0].max_inline = std::min<uint32_t>(cap.max_inline_data, BURST_SHM_MAX_INLINE);
+    specs[0].geom.log2_entries = shm::Log2Ceil(std::max<uint32_t>(cap.max_send_wr, 2));
+    specs[0].geom.entry_size = shm::SendEntrySize(specs[0].max_sge, specs[0].max_inline);
+    specs[1].kind = BURST_SHM_RING_RQ;
+    specs[1].handle = qpn;
+    specs[1].max_sge = cap.max_recv_sge;
+    specs[1].geom.log2_entries = shm::Log2Ceil(std::max<uint32_t>(cap.max_recv_wr, 2));
+    specs[1].geom.entry_size = shm::RecvEntrySize(specs[1].max_sge);
+    shm::RegionLayout layout;
+    region = std::make_shared<shm::ShmRegion>();
+    const std::string name = "burst-qp-" + std::to_string(qpn);
+    if (core::Status s2 = shm::LayoutRings(specs, &layout); !s2.ok()) {
+      err = EINVAL;
+    } else if (core::Status s3 = shm::ShmRegion::Create(name.c_str(), layout.size, region.get());
+               !s3.ok()) {
+      err = s3.to_errno();
+    } else {
+      shm::InitRingRegion(region->data(), layout, BURST_SHM_REGION_QP, qpn, specs);
+      b.qpn = qpn;
+      b.client = client;
+      b.user_handle = req.user_handle;
+      b.region = region->data();
+      b.sq_offset = layout.part_offset[0];
+      b.rq_offset = layout.part_offset[1];
+      b.sq_geom = specs[0].geom;
+      b.rq_geom = specs[1].geom;
+      b.sq_limits = shm::WqeLimits{specs[0].geom.entry_size, specs[0].max_sge, specs[0].max_inline};
+      b.rq_limits = shm::WqeLimits{specs[1].geom.entry_size, specs[1].max_sge, 0};
+      b.send_cq = send_cq.ring.get();
+      b.recv_cq = recv_cq.ring.get();
+      b.async = c->async;
+      err = on_worker(w, [&](WorkerBase& wk) { wk.plane().bind_qp(b); });
+    }
+    if (err != 0) {
+      (void)on_worker(w, [&](WorkerBase& wk) { (void)wk.engine().destroy_qp(qpn); });
+      return err;
+    }
+    if (region_fd != nullptr) *region_fd = region->fd();
+    resp->region_size = region->size();
+  }
   const uint32_t handle = c->next_handle++;
   Qp& qp = c->qps[handle];
+  qp.region = region;
   qp.qpn = qpn;
   qp.worker = w;
   qp.type = req.qp_type;
@@ -336,7 +464,11 @@ int Resources::destroy_qp(uint32_t client, uint32_t handle) {
   if (it == c->qps.end()) return ENOENT;
   const Qp qp = it->second;
   core::Status st;
-  if (int e = on_worker(qp.worker, [&](WorkerBase& wk) { st = wk.engine().destroy_qp(qp.qpn); });
+  if (int e = on_worker(qp.worker,
+                        [&](WorkerBase& wk) {
+                          st = wk.engine().destroy_qp(qp.qpn);
+                          if (st.ok()) wk.plane().unbind_qp(qp.qpn);
+                        });
       e != 0) {
     return e;
   }
@@ -379,6 +511,8 @@ Resources::Released Resources::release_client(uint32_t client) {
       };
       core::QpAttr err;
       err.qp_state = core::QpState::kErr;
+      for (uint32_t qpn : qpns) wk.plane().unbind_qp(qpn);  // its rings are read no more
+      for (uint32_t id : shards) wk.plane().unbind_cq(id);
       for (uint32_t qpn : qpns) (void)eng.modify_qp(qpn, err, core::kQpState);
       drain();  // the flushed work requests
       for (uint32_t qpn : qpns) destroyed_qps += eng.destroy_qp(qpn).ok() ? 1 : 0;
@@ -394,6 +528,13 @@ Resources::Released Resources::release_client(uint32_t client) {
     r.leaked += static_cast<uint32_t>(qpns.size() - destroyed_qps + shards.size() - destroyed_cqs);
   }
   r.cqs = static_cast<uint32_t>(c.cqs.size());
+  for (auto& [h, ah] : c.ahs) ahs_.remove(ah);
+  for (auto& [h, mr] : c.mrs) (void)device_.mrs().dereg_mr(mr.lkey);
+  if (!c.mrs.empty()) {
+    quiesce_workers();  // no worker still uses a mapping below
+    for (auto& [h, mr] : c.mrs) unmap_app_range(&mr.mapping);
+  }
+  if (c.space != 0) device_.mrs().spaces().detach(c.space);
   for (const auto& [h, pd] : c.pds) {
     // QP references are gone with the QPs (unless a worker leaked them).
     if (device_.mrs().dealloc_pd(pd.pd).ok()) {
@@ -404,6 +545,128 @@ Resources::Released Resources::release_client(uint32_t client) {
   }
   clients_.erase(cit);
   return r;
+}
+
+// ---------------------------------------------------------------------------
+// MRs, doorbells, AHs, async events
+
+int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req,
+                      burst_ctl_reg_mr_resp* resp) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto pd = c->pds.find(req.pd_handle);
+  if (pd == c->pds.end()) return ENOENT;
+  if ((req.access & ~kIbvAccessKnown) != 0) return EOPNOTSUPP;
+  // IBA: remote write or atomic access needs local write.
+  if ((req.access & (core::kAccessRemoteWrite | core::kAccessRemoteAtomic)) != 0 &&
+      (req.access & core::kAccessLocalWrite) == 0) {
+    return EINVAL;
+  }
+  if (req.addr + req.length < req.addr) return EINVAL;
+  if (c->space == 0) {
+    c->space = device_.mrs().spaces().attach(c->pid);
+    if (c->space == 0) return ENOMEM;
+  }
+  Mr mr;
+  mr.pd = req.pd_handle;
+  const bool writable = (req.access & core::kAccessLocalWrite) != 0;
+  if (core::Status s = map_app_range(c->pid, req.addr, req.length, writable, &mr.mapping);
+      !s.ok()) {
+    BURSTD_DEBUG("client %u: REG_MR 0x%llx+%llu: %s", client,
+                 static_cast<unsigned long long>(req.addr),
+                 static_cast<unsigned long long>(req.length), std::strerror(s.to_errno()));
+    return EFAULT;
+  }
+  const bool zero_copy = mr.mapping.mode == AppMapping::Mode::kZeroCopy;
+  uint8_t* host = zero_copy ? mr.mapping.local
+                            : reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(req.addr));
+  uint32_t lkey = 0, rkey = 0;
+  core::Status s = device_.mrs().reg_mr(pd->second.pd, host, req.iova, req.length, req.access,
+                                        &lkey, &rkey, zero_copy ? 0 : c->space);
+  if (!s.ok()) {
+    unmap_app_range(&mr.mapping);
+    return s.to_errno();
+  }
+  mr.lkey = lkey;
+  const uint32_t handle = c->next_handle++;
+  c->mrs[handle] = mr;
+  ++pd->second.refs;
+  resp->mr_handle = handle;
+  resp->lkey = lkey;
+  resp->rkey = rkey;
+  resp->memory_mode = zero_copy ? BURST_CTL_MEM_SHM : BURST_CTL_MEM_CMA;
+  return 0;
+}
+
+void Resources::release_mr(Mr& mr) {
+  (void)device_.mrs().dereg_mr(mr.lkey);
+  if (mr.mapping.mode == AppMapping::Mode::kZeroCopy) {
+    quiesce_workers();  // a worker may hold a pointer into the mapping until its loop ends
+  }
+  unmap_app_range(&mr.mapping);
+}
+
+int Resources::dereg_mr(uint32_t client, uint32_t handle) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto it = c->mrs.find(handle);
+  if (it == c->mrs.end()) return ENOENT;
+  release_mr(it->second);
+  --c->pds[it->second.pd].refs;
+  c->mrs.erase(it);
+  return 0;
+}
+
+int Resources::map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
+                            int* region_fd) {
+  if (find(client) == nullptr) return ENOENT;
+  if (worker >= device_.workers()) return EINVAL;
+  shm::ShmRegion* r = doorbell(worker);
+  if (r == nullptr) return ENOMEM;
+  resp->worker = worker;
+  resp->region_size = r->size();
+  *region_fd = r->fd();
+  return 0;
+}
+
+int Resources::create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  if (c->pds.find(req.pd_handle) == c->pds.end()) return ENOENT;
+  burst_ctl_qp_attr wire{};
+  wire.ah = req.ah;
+  core::QpAttr a;
+  if (int e = attr_from_wire(wire, 0, &a); e != 0) return e;
+  if (a.ah.sgid_index >= device_.info().gids.size()) return EINVAL;
+  if (zero_mac(a.ah.dmac)) {
+    if (int e = resolve_dmac(&a.ah); e != 0) return e;
+  }
+  const uint32_t slot = ahs_.add(client, a.ah);
+  if (slot == 0) return ENOMEM;
+  // The handle is the table slot (UD WQEs carry it); the worker checks the owner.
+  *handle = slot;
+  c->ahs[slot] = slot;
+  return 0;
+}
+
+int Resources::destroy_ah(uint32_t client, uint32_t handle) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto it = c->ahs.find(handle);
+  if (it == c->ahs.end()) return ENOENT;
+  ahs_.remove(it->second);
+  c->ahs.erase(it);
+  return 0;
+}
+
+int Resources::set_async_fd(uint32_t client, int fd) {
+  Client* c = find(client);
+  if (c == nullptr || c->async) {
+    close(fd);
+    return c == nullptr ? ENOENT : EBUSY;
+  }
+  c->async = std::make_shared<AsyncSink>(fd);
+  return 0;
 }
 
 int Resources::list_qps(uint32_t start, uint32_t max, std::vector<burst_ctl_qp_info>* out,

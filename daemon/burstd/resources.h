@@ -17,11 +17,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/verbs.h"
+#include "daemon/burstd/app_memory.h"
 #include "daemon/burstd/device.h"
+#include "daemon/burstd/shm_plane.h"
+#include "shm/region.h"
 #include "daemon/ctl/burst_ctl_proto.h"
 
 namespace burst::burstd {
@@ -46,13 +50,25 @@ class Resources {
   // Operations. Each returns 0 or an errno value.
   int alloc_pd(uint32_t client, uint32_t* handle);
   int dealloc_pd(uint32_t client, uint32_t handle);
+  // Without a region (control-path tests); the data path uses the overload below.
   int create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32_t* actual);
+  // channel_fd (-1: none) is adopted. *region_fd stays owned by burstd.
+  int create_cq(uint32_t client, const burst_ctl_create_cq_req& req, int channel_fd,
+                burst_ctl_create_cq_resp* resp, int* region_fd);
   int destroy_cq(uint32_t client, uint32_t handle);
+  // *region_fd (-1 when the CQs have no rings) stays owned by burstd.
   int create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
-                burst_ctl_create_qp_resp* resp);
+                burst_ctl_create_qp_resp* resp, int* region_fd = nullptr);
   int modify_qp(uint32_t client, uint32_t handle, uint32_t mask, const burst_ctl_qp_attr& attr);
   int query_qp(uint32_t client, uint32_t handle, burst_ctl_query_qp_resp* resp);
   int destroy_qp(uint32_t client, uint32_t handle);
+  int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, burst_ctl_reg_mr_resp* resp);
+  int dereg_mr(uint32_t client, uint32_t handle);
+  int map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
+                   int* region_fd);
+  int create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle);
+  int destroy_ah(uint32_t client, uint32_t handle);
+  int set_async_fd(uint32_t client, int fd);  // adopts fd
 
   // QPs with qpn >= start, ascending, at most max; *total = QPs in burstd,
   // *next = start of the next page (0 if none).
@@ -77,6 +93,7 @@ class Resources {
     uint32_t cqe = 0;
     uint32_t refs = 0;            // QPs using it (as send or receive CQ)
     std::vector<uint32_t> shard;  // per worker: Engine CQ id, 0 = none yet
+    std::shared_ptr<ShmCq> ring;  // the application's CQ ring (null: control-path only)
   };
   struct Qp {
     uint32_t qpn = 0;
@@ -86,23 +103,38 @@ class Resources {
     uint32_t pd = 0;  // handles
     uint32_t send_cq = 0;
     uint32_t recv_cq = 0;
+    std::shared_ptr<shm::ShmRegion> region;  // SQ + RQ rings (null: control-path only)
+  };
+  struct Mr {
+    uint32_t lkey = 0;
+    uint32_t pd = 0;  // handle
+    AppMapping mapping;
   };
   struct Client {
     pid_t pid = 0;
-    uint32_t next_handle = 1;  // one namespace for PDs, CQs and QPs, never reused
+    uint32_t next_handle = 1;  // one namespace for PDs, CQs, QPs, MRs and AHs, never reused
+    uint32_t space = 0;        // MemSpaces id of the process (0: not attached yet)
+    std::shared_ptr<AsyncSink> async;
     std::map<uint32_t, Pd> pds;
     std::map<uint32_t, Cq> cqs;
     std::map<uint32_t, Qp> qps;
+    std::map<uint32_t, Mr> mrs;
+    std::map<uint32_t, uint32_t> ahs;  // handle -> AhTable slot
   };
 
   Client* find(uint32_t client);
   int on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn);
   int resolve_dmac(core::Address* ah);
+  void quiesce_workers();  // every worker passed a loop boundary
+  void release_mr(Mr& mr);
+  shm::ShmRegion* doorbell(uint32_t worker);  // created on first use; nullptr on failure
 
   Device& device_;
   uint32_t timeout_ms_;
   uint32_t next_worker_ = 0;
   std::map<uint32_t, Client> clients_;
+  std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker
+  AhTable ahs_;
 };
 
 }  // namespace burst::burstd

@@ -128,6 +128,8 @@ void WorkerBase::back_off(bool worked) {
 void WorkerBase::base_stats(WorkerStats* out) {
   out->idle_sleeps = idle_sleeps_;
   out->commands = commands_run_;
+  out->plane = plane_.counters();
+  if (const shm::DoorbellStats* d = plane_.doorbell_stats()) out->doorbell = *d;
 }
 
 }  // namespace burst::burstd

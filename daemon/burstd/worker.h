@@ -28,6 +28,7 @@
 #include "core/copy/copy_engine.h"
 #include "core/engine.h"
 #include "core/worker.h"
+#include "daemon/burstd/shm_plane.h"
 #include "datapath/datapath.h"
 
 namespace burst::burstd {
@@ -40,6 +41,8 @@ struct WorkerStats {
   core::EngineCounters engine;
   uint64_t idle_sleeps = 0;
   uint64_t commands = 0;
+  PlaneCounters plane;
+  shm::DoorbellStats doorbell;
   std::vector<uint32_t> queue_ids;
   std::vector<std::pair<std::string, uint64_t>> backend;  // backend counters by name
 };
@@ -104,10 +107,13 @@ class WorkerBase {
   // Worker thread (inside run()).
   virtual core::Engine& engine() = 0;
   virtual void stats(WorkerStats* out) = 0;
+  // The shared-memory data path of this worker (bind/unbind inside run()).
+  ShmPlane& plane() { return plane_; }
 
  protected:
   virtual void thread_main() = 0;
   bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
+  ShmPlane plane_;  // worker thread (and commands)
   bool drain_commands();              // worker thread; true when it ran any
   void back_off(bool worked);         // worker thread
   void base_stats(WorkerStats* out);  // worker thread
@@ -156,7 +162,10 @@ class BackendWorker final : public WorkerBase {
   void thread_main() override {
     while (!stop_requested()) {
       bool worked = drain_commands();
-      worked |= worker_.poll_once(monotonic_ns());
+      const uint64_t now = monotonic_ns();
+      worked |= plane_.poll(engine_, now);  // applications' work requests
+      worked |= worker_.poll_once(now);
+      worked |= plane_.deliver(engine_);  // completions to the applications' CQ rings
       back_off(worked);
     }
   }

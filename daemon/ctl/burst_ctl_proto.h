@@ -47,8 +47,15 @@
  * zero asks burstd to resolve it (neighbour table for a network backend, the
  * port's own MAC for the loopback backend).
  *
- * Later increments add ops (MRs, shared-memory rings passed with SCM_RIGHTS)
- * with new numbers; a change to an existing struct bumps BURST_CTL_VERSION.
+ * File descriptors travel as SCM_RIGHTS ancillary data of the message they
+ * belong to (at most one per message, see each op): burstd sends the memfd of
+ * a CQ, QP or doorbell region with the response that describes it; a client
+ * sends a CQ's completion-channel socket with CREATE_CQ and its async-event
+ * pipe with SET_ASYNC_FD. A request that carries an fd it should not, or lacks
+ * one it should, is answered EBADF; burstd closes every fd it does not keep.
+ *
+ * Version 2 added the data path (regions, MRs, AHs, async events) and changed
+ * CREATE_CQ and CREATE_QP; a change to an existing struct bumps BURST_CTL_VERSION.
  */
 #ifndef BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
 #define BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
@@ -63,8 +70,8 @@
 #endif
 
 #define BURST_CTL_MAGIC 0x4c544342u /* bytes 'B' 'C' 'T' 'L' on little-endian hosts */
-#define BURST_CTL_VERSION 1         /* the highest version this header describes */
-#define BURST_CTL_VERSION_MIN 1     /* the lowest one burstd still speaks */
+#define BURST_CTL_VERSION 2         /* the highest version this header describes */
+#define BURST_CTL_VERSION_MIN 2     /* the lowest one burstd still speaks (v2: the data path) */
 #define BURST_CTL_MAX_MSG 65536     /* bytes; no message is larger */
 #define BURST_CTL_DEFAULT_SOCKET "/run/burst/burstd.sock"
 #define BURST_CTL_SOCKET_ENV "BURST_SOCKET" /* overrides the default path for clients */
@@ -95,6 +102,12 @@ enum burst_ctl_op {
   BURST_CTL_OP_MODIFY_QP = 21,
   BURST_CTL_OP_QUERY_QP = 22,
   BURST_CTL_OP_DESTROY_QP = 23,
+  BURST_CTL_OP_REG_MR = 24,
+  BURST_CTL_OP_DEREG_MR = 25,
+  BURST_CTL_OP_MAP_DOORBELL = 26, /* response carries the worker's doorbell region fd */
+  BURST_CTL_OP_CREATE_AH = 27,
+  BURST_CTL_OP_DESTROY_AH = 28,
+  BURST_CTL_OP_SET_ASYNC_FD = 29, /* request carries the async-event pipe's write end */
 };
 
 enum burst_ctl_backend {
@@ -363,16 +376,21 @@ struct burst_ctl_alloc_pd_resp {
   uint32_t reserved;
 };
 
+#define BURST_CTL_CQ_F_CHANNEL 0x1u /* the request carries the completion channel's socket */
+
 struct burst_ctl_create_cq_req {
   struct burst_ctl_hdr hdr;
-  uint32_t cqe;   /* at least this many entries */
-  uint32_t flags; /* 0 */
+  uint32_t cqe;         /* at least this many entries */
+  uint32_t flags;       /* BURST_CTL_CQ_F_* */
+  uint64_t user_handle; /* returned in completion events (the application's struct ibv_cq *) */
 };
 
+/* The response carries the CQ region's memfd (burst_shm_abi.h, kind CQ). */
 struct burst_ctl_create_cq_resp {
   struct burst_ctl_hdr hdr;
   uint32_t cq_handle;
-  uint32_t cqe; /* entries provided */
+  uint32_t cqe;         /* entries provided */
+  uint64_t region_size; /* bytes to map */
 };
 
 struct burst_ctl_create_qp_req {
@@ -384,15 +402,18 @@ struct burst_ctl_create_qp_req {
   uint8_t sq_sig_all;
   uint16_t reserved;
   struct burst_ctl_qp_cap cap;
+  uint64_t user_handle; /* returned in async events (the application's struct ibv_qp *) */
 };
 
+/* The response carries the QP region's memfd (kind QP: SQ ring, RQ ring). */
 struct burst_ctl_create_qp_resp {
   struct burst_ctl_hdr hdr;
   uint32_t qp_handle;
   uint32_t qpn;
-  uint32_t worker; /* the worker that owns the QP */
+  uint32_t worker; /* the worker that owns the QP (MAP_DOORBELL it to post) */
   uint32_t reserved;
   struct burst_ctl_qp_cap cap; /* as provided (rounded up) */
+  uint64_t region_size;
 };
 
 struct burst_ctl_modify_qp_req {
@@ -418,6 +439,65 @@ struct burst_ctl_query_qp_resp {
   uint32_t reserved1;
   struct burst_ctl_qp_attr attr;
   struct burst_ctl_qp_cap cap;
+};
+
+struct burst_ctl_reg_mr_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t pd_handle;
+  uint32_t access; /* IBV_ACCESS_* */
+  uint64_t addr;   /* in the client's address space */
+  uint64_t length;
+  uint64_t iova;   /* the address work requests and peers use (ibv_reg_mr: addr) */
+};
+
+struct burst_ctl_reg_mr_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t mr_handle;
+  uint32_t lkey;
+  uint32_t rkey;
+  uint8_t memory_mode; /* enum burst_ctl_memory_mode: CMA or SHM (zero-copy) */
+  uint8_t reserved[3];
+};
+
+struct burst_ctl_map_doorbell_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t worker;
+  uint32_t reserved;
+};
+
+/* The response carries the doorbell region's memfd (kind DOORBELL). */
+struct burst_ctl_map_doorbell_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t worker;
+  uint32_t reserved;
+  uint64_t region_size;
+};
+
+struct burst_ctl_create_ah_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t pd_handle;
+  uint32_t reserved;
+  struct burst_ctl_ah ah; /* dmac all zero: burstd resolves it */
+};
+
+struct burst_ctl_create_ah_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t ah_handle; /* what UD send WQEs carry in ah_handle */
+  uint32_t reserved;
+};
+
+/* The request carries the write end of the pipe whose read end is the
+ * context's async_fd: burstd writes struct burst_ctl_async_event records. */
+struct burst_ctl_set_async_fd_req {
+  struct burst_ctl_hdr hdr;
+};
+
+/* One async event as the provider's async_fd delivers it (the layout
+ * libibverbs reads: the element is the user handle given at creation). */
+struct burst_ctl_async_event {
+  uint64_t element;    /* QP user_handle; 0 for device events */
+  uint32_t event_type; /* IBV_EVENT_* */
+  uint32_t reserved;
 };
 
 /* ---- layout checks ------------------------------------------------------- */
@@ -460,10 +540,18 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_handle_req) == 32, "handle_req s
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_empty_resp) == 24, "empty_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_req) == 24, "alloc_pd_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_resp) == 32, "alloc_pd_resp size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_req) == 32, "create_cq_req size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_resp) == 32, "create_cq_resp size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_req) == 64, "create_qp_req size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_resp) == 64, "create_qp_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_req) == 40, "create_cq_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_resp) == 40, "create_cq_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_req) == 72, "create_qp_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_resp) == 72, "create_qp_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 56, "reg_mr_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_resp) == 40, "reg_mr_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_req) == 32, "map_doorbell_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_resp) == 40, "map_doorbell_resp");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_ah_req) == 64, "create_ah_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_ah_resp) == 32, "create_ah_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_set_async_fd_req) == 24, "set_async_fd_req");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_async_event) == 16, "async_event size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_qp_req) == 104, "modify_qp_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_req) == 32, "query_qp_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_resp) == 136, "query_qp_resp size");

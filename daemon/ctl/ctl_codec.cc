@@ -42,6 +42,17 @@ constexpr OpSpec kOps[] = {
                     burst_ctl_query_qp_resp),
     BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_QP, "DESTROY_QP", burst_ctl_handle_req,
                     burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_REG_MR, "REG_MR", burst_ctl_reg_mr_req, burst_ctl_reg_mr_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_DEREG_MR, "DEREG_MR", burst_ctl_handle_req,
+                    burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_MAP_DOORBELL, "MAP_DOORBELL", burst_ctl_map_doorbell_req,
+                    burst_ctl_map_doorbell_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_AH, "CREATE_AH", burst_ctl_create_ah_req,
+                    burst_ctl_create_ah_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_AH, "DESTROY_AH", burst_ctl_handle_req,
+                    burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_SET_ASYNC_FD, "SET_ASYNC_FD", burst_ctl_set_async_fd_req,
+                    burst_ctl_empty_resp),
 };
 
 #undef BURST_CTL_FIXED

@@ -51,6 +51,12 @@ TEST(CtlCodec, EveryOpHasItsRequestSize) {
       {BURST_CTL_OP_MODIFY_QP, sizeof(burst_ctl_modify_qp_req)},
       {BURST_CTL_OP_QUERY_QP, sizeof(burst_ctl_query_qp_req)},
       {BURST_CTL_OP_DESTROY_QP, sizeof(burst_ctl_handle_req)},
+      {BURST_CTL_OP_REG_MR, sizeof(burst_ctl_reg_mr_req)},
+      {BURST_CTL_OP_DEREG_MR, sizeof(burst_ctl_handle_req)},
+      {BURST_CTL_OP_MAP_DOORBELL, sizeof(burst_ctl_map_doorbell_req)},
+      {BURST_CTL_OP_CREATE_AH, sizeof(burst_ctl_create_ah_req)},
+      {BURST_CTL_OP_DESTROY_AH, sizeof(burst_ctl_handle_req)},
+      {BURST_CTL_OP_SET_ASYNC_FD, sizeof(burst_ctl_set_async_fd_req)},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(ctl::op_name(c.op));
@@ -354,8 +360,8 @@ TEST_F(DispatchTest, HelloFirstAndVersions) {
 TEST_F(DispatchTest, HelloDescribesTheDevice) {
   std::vector<uint8_t> out;
   auto h = request<burst_ctl_hello_req>(BURST_CTL_OP_HELLO);
-  h.version_min = 1;
-  h.version_max = 1;
+  h.version_min = BURST_CTL_VERSION_MIN;
+  h.version_max = BURST_CTL_VERSION;
   ASSERT_EQ(send(a_, &h, sizeof(h), &out), 0);
   const auto* r = reinterpret_cast<const burst_ctl_hello_resp*>(out.data());
   EXPECT_EQ(ctl::get_str(r->ibdev), "burst0");

@@ -13,11 +13,14 @@
 #   - ibv_rc_pingpong -d burst0 -g 1 get its PD from burstd and fail cleanly at
 #     "Couldn't register MR" (ibv_reg_mr: EOPNOTSUPP until memory registration);
 #   - the verbs probe (legacy query path, async fd, GID table, PD/CQ, EOPNOTSUPP) pass;
+#   - the completion-channel probe pass: burstctl preloads libburst-shim.so
+#     ahead of the caller's LD_PRELOAD, ibv_create_comp_channel /
+#     ibv_get_cq_event / ibv_destroy_comp_channel work through it;
 #   - the control-path probe: PD, CQ, RC QP INIT -> RTR -> RTS towards itself,
 #     query_qp, listed by `burstctl qps --json` (RTS, PSNs, pid), all destroyed;
 #     killed with SIGKILL while it holds the QP: burstd releases it;
 # and burstctl itself remove its private tree and pass on the exit status.
-# Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT
+# Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT [CHANNEL_PROBE]
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
 
@@ -26,6 +29,7 @@ PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TES
 BURSTD=${3:?}
 CTL_PROBE=${4:?}
 CLIENT=${5:?}
+CHANNEL_PROBE=${6:-}
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() {
@@ -42,12 +46,13 @@ done
 for c in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
 done
-ldconfig -p | grep -q 'libibverbs\.so\.1 ' || skip "libibverbs missing (apt-get install libibverbs1)"
+# (not grep -q: under pipefail, ldconfig would die of SIGPIPE and the test skip)
+ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
 [[ -d /sys/class/infiniband ]] &&
   skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
 [[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
 [[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
-for b in "$BURSTD" "$CTL_PROBE" "$CLIENT"; do [[ -x $b ]] || fail "$b not built"; done
+for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done
 
 NS=burst-provider-$$
 TMP=$(mktemp -d /tmp/burst-provider-test.XXXXXX)
@@ -68,7 +73,9 @@ inns() { nsenter --net=/run/netns/"$NS" "$@"; }
 # into the uninstrumented tools (set by CMake as BURST_TEST_PRELOAD).
 CMD_ENV=()
 if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(env "LD_PRELOAD=$BURST_TEST_PRELOAD" "ASAN_OPTIONS=detect_leaks=0")
+  # ASan's runtime first, then what burstctl preloads (the completion-channel shim).
+  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
+    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
 fi
 # Every burstctl run gets a private TMPDIR, so a leaked tree would show.
 SOCK=$TMP/burstd.sock
@@ -228,6 +235,27 @@ rc=$?
 cat "$TMP/probe"
 [[ $rc -eq 0 ]] || fail "verbs probe failed ($rc)"
 grep -q 'SKIPPED' "$TMP/probe" && fail "verbs probe did not see burst0"
+
+if [[ -n $CHANNEL_PROBE ]]; then
+  log "completion channels through the preloaded shim; the caller's LD_PRELOAD is kept"
+  # Any library of the probe's own ELF class will do as "the caller's preload".
+  keep=$(ldd "$CHANNEL_PROBE" | awk '/libibverbs\.so/ {print $3; exit}')
+  [[ -f $keep ]] || fail "cannot find the probe's libibverbs ($keep)"
+  inns env TMPDIR="$TMP/tmpdir" LD_PRELOAD="$keep" timeout 60 "$BURSTCTL" run --netdev v0 \
+    --socket "$SOCK" -- "${CMD_ENV[@]}" env BURST_PROBE_KEEP_PRELOAD="$keep" "$CHANNEL_PROBE" \
+    >"$TMP/chanprobe" 2>&1
+  rc=$?
+  cat "$TMP/chanprobe"
+  [[ $rc -eq 0 ]] || fail "completion-channel probe failed ($rc)"
+  check "completion-channel probe" "$TMP/chanprobe" '^PASS$'
+  # BURST_SHIM= (empty): no shim, and libibverbs gets /dev/full's ENOSPC again.
+  inns env TMPDIR="$TMP/tmpdir" BURST_SHIM= timeout 60 "$BURSTCTL" run --netdev v0 \
+    --socket "$SOCK" -- "${CMD_ENV[@]}" env BURST_PROBE_NO_SHIM=1 "$CHANNEL_PROBE" \
+    >"$TMP/chanprobe2" 2>&1
+  rc=$?
+  cat "$TMP/chanprobe2"
+  [[ $rc -eq 0 ]] || fail "completion-channel probe without the shim failed ($rc)"
+fi
 
 log "burstctl: private tree removed, --root kept, exit status passed on"
 [[ -z $(ls -A "$TMP/tmpdir") ]] || fail "private sysfs tree left behind: $(ls -A "$TMP/tmpdir")"

@@ -19,6 +19,7 @@
 #include "daemon/ctl/burst_ctl_proto.h"
 #include "daemon/net/netdev.h"
 #include "provider/burst_device.h"
+#include "provider/shim/burst_shim.h"
 #include "tools/burstctl/sysfs_tree.h"
 
 namespace burst::tools {
@@ -121,6 +122,49 @@ Status resolve_provider(const std::string& given, std::string* out) {
   return Status::Ok();
 }
 
+// The completion-channel shim preloaded into the command (provider/shim):
+// $BURST_SHIM if set (empty: none), else libburst-shim.so in the provider's
+// directory. Absolute; empty when there is none to preload (with a warning:
+// everything but completion channels works without it).
+std::string resolve_shim(const std::string& provider) {
+  std::string p;
+  if (const char* env = getenv(BURST_SHIM_ENV); env != nullptr) {
+    if (env[0] == '\0') return "";
+    p = env;
+  } else {
+    const size_t slash = provider.rfind('/');
+    p = (slash == std::string::npos ? std::string(".") : provider.substr(0, slash)) + "/" +
+        BURST_SHIM_LIBRARY_NAME;
+  }
+  char abs[PATH_MAX];
+  if (realpath(p.c_str(), abs) == nullptr) {
+    err("warning: " + net::errno_message("completion-channel shim " + p, errno) +
+        " (build the burst_shim target); ibv_create_comp_channel will fail");
+    return "";
+  }
+  std::string a = abs;
+  if (a.find_first_of(": ") != std::string::npos) {  // LD_PRELOAD's separators
+    err("warning: cannot preload " + a + " (a ':' or ' ' in its path); "
+        "ibv_create_comp_channel will fail");
+    return "";
+  }
+  return a;
+}
+
+// Puts lib first in LD_PRELOAD, keeping what is there (unless it is there already).
+void preload(const std::string& lib) {
+  const char* old = getenv("LD_PRELOAD");
+  const std::string v = old != nullptr ? old : "";
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t end = v.find_first_of(": ", pos);
+    if (end == std::string::npos) end = v.size();
+    if (v.compare(pos, end - pos, lib) == 0 && end - pos == lib.size()) return;
+    pos = end + 1;
+  }
+  setenv("LD_PRELOAD", (v.empty() ? lib : lib + ":" + v).c_str(), 1);
+}
+
 // On a kernel with ib_core, libibverbs lists devices over netlink and never
 // reads SYSFS_PATH: the device would be invisible.
 void warn_if_kernel_rdma() {
@@ -206,6 +250,7 @@ int run_command(const RunOptions& o) {
     err(s.message() + " (build the burst_provider target, or point --provider at it)");
     return kExitSetupFailed;
   }
+  const std::string shim = resolve_shim(provider);
   std::string ifname = o.netdev;
   if (ifname.empty()) {
     if (Status s = default_netdev(&ifname); !s.ok()) {
@@ -280,6 +325,7 @@ int run_command(const RunOptions& o) {
   } else {
     setenv("SYSFS_PATH", root.c_str(), 1);
     prepend_env("RDMAV_DRIVERS", provider);
+    if (!shim.empty()) preload(shim);
     rc = spawn_and_wait(o.command);
   }
   if (private_root) {

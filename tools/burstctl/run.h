@@ -13,7 +13,17 @@
 //   3. runs COMMAND with SYSFS_PATH=<tree> and RDMAV_DRIVERS=<provider> (the
 //      provider's absolute path without "-rdmav34.so"), BURST_SOCKET=<socket>
 //      when --socket is given (the burstd the provider connects to; made
-//      absolute), and exits with its status (128 + N when it dies of signal N).
+//      absolute), LD_PRELOAD=<shim>[:<LD_PRELOAD as inherited>], and exits
+//      with its status (128 + N when it dies of signal N).
+//      The shim (libburst-shim.so, provider/shim/burst_shim.h) answers the
+//      completion-channel command libibverbs writes to the uverbs node; it is
+//      found like the provider: $BURST_SHIM when set (set and empty: no shim),
+//      else libburst-shim.so in the provider's directory (the build directory
+//      of burst_provider, or where --provider / $BURST_PROVIDER point). A
+//      missing shim is a warning, not a failure: only completion channels
+//      need it. It is not added twice when LD_PRELOAD already has it (a
+//      nested `burstctl run`), and it is a no-op in processes that do not
+//      use verbs (every process the command starts inherits LD_PRELOAD).
 // Exit status of burstctl's own failures: 125 (setup), 126 (COMMAND not
 // executable), 127 (COMMAND not found), as env(1) does.
 #pragma once

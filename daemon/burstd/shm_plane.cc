@@ -1,0 +1,328 @@
+#include "daemon/burstd/shm_plane.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace burst::burstd {
+namespace {
+
+constexpr uint32_t kIbvEventQpFatal = 1;         // IBV_EVENT_QP_FATAL
+constexpr uint32_t kEntriesPerVisit = 64;        // per ring per poll: fairness between QPs
+constexpr uint64_t kSweepIntervalNs = 1'000'000;  // look at every ring at least this often
+constexpr uint32_t kCqeBatch = 64;
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// AsyncSink
+
+AsyncSink::~AsyncSink() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void AsyncSink::post(uint64_t element, uint32_t event_type) {
+  struct {
+    uint64_t element;
+    uint32_t event_type;
+    uint32_t reserved;
+  } rec{element, event_type, 0};
+  static_assert(sizeof(rec) == 16);
+  if (fd_ < 0 || write(fd_, &rec, sizeof(rec)) != static_cast<ssize_t>(sizeof(rec))) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ShmCq
+
+core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
+                           std::unique_ptr<ShmCq>* out) {
+  std::unique_ptr<ShmCq> cq(new ShmCq());
+  cq->channel_fd_ = channel_fd;  // adopted even on failure (closed by ~ShmCq)
+  cq->user_handle_ = user_handle;
+  shm::RingSpec spec;
+  spec.kind = BURST_SHM_RING_CQ;
+  spec.handle = handle;
+  spec.geom.log2_entries = shm::Log2Ceil(cqe < 2 ? 2 : cqe);
+  spec.geom.entry_size = shm::kCqEntrySize;
+  if (spec.geom.log2_entries > BURST_SHM_MAX_LOG2_ENTRIES) return core::Errc::kInvalid;
+  shm::RegionLayout layout;
+  if (core::Status s = shm::LayoutRings({&spec, 1}, &layout); !s.ok()) return s;
+  const std::string name = "burst-cq-" + std::to_string(handle);
+  if (core::Status s = shm::ShmRegion::Create(name.c_str(), layout.size, &cq->region_); !s.ok()) {
+    return s;
+  }
+  shm::InitRingRegion(cq->region_.data(), layout, BURST_SHM_REGION_CQ, handle, {&spec, 1});
+  cq->geom_ = spec.geom;
+  cq->ring_offset_ = layout.part_offset[0];
+  cq->producer_ = shm::RingProducer(cq->region_.data(), cq->ring_offset_, cq->geom_);
+  *out = std::move(cq);
+  return core::Status::Ok();
+}
+
+ShmCq::~ShmCq() {
+  if (channel_fd_ >= 0) close(channel_fd_);
+}
+
+void ShmCq::notify_locked() {
+  auto* hdr = reinterpret_cast<burst_shm_ring*>(region_.data() + ring_offset_);
+  // Written by the application (req_notify_cq); any value is harmless.
+  const uint32_t arm =
+      std::atomic_ref<uint32_t>(hdr->arm_sequence).load(std::memory_order_acquire);
+  if (arm == answered_arm_) return;
+  answered_arm_ = arm;
+  if (channel_fd_ < 0) return;
+  // What read() on the channel returns: struct ib_uverbs_comp_event_desc,
+  // the CQ's user handle (8 bytes).
+  const uint64_t ev = user_handle_;
+  if (send(channel_fd_, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL) != sizeof(ev)) {
+    overflows_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+uint32_t ShmCq::deliver(core::Engine& engine, uint32_t shard) {
+  core::Wc wc[kCqeBatch];
+  uint32_t moved = 0;
+  lock();
+  for (;;) {
+    const uint32_t room = producer_.Reserve(kCqeBatch);
+    if (room == 0) {
+      if (producer_.fault() != shm::RingFault::kNone) {
+        shm::MarkRingError(region_.data(), ring_offset_, BURST_SHM_RING_ERR_INDEX_BACKWARDS);
+      }
+      break;  // full: the completions wait in the Engine CQ
+    }
+    const int n = engine.poll_cq(shard, wc, static_cast<int>(room));
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      shm::EncodeCqe(wc[i], reinterpret_cast<burst_shm_cqe*>(producer_.Entry(i)));
+    }
+    producer_.Publish(static_cast<uint32_t>(n));
+    moved += static_cast<uint32_t>(n);
+    if (static_cast<uint32_t>(n) < room) break;
+  }
+  if (moved != 0) notify_locked();
+  unlock();
+  return moved;
+}
+
+bool ShmCq::push(const core::Wc& wc) {
+  lock();
+  const bool ok = producer_.Reserve(1) == 1;
+  if (ok) {
+    shm::EncodeCqe(wc, reinterpret_cast<burst_shm_cqe*>(producer_.Entry(0)));
+    producer_.Publish(1);
+    notify_locked();
+  } else {
+    overflows_.fetch_add(1, std::memory_order_relaxed);
+  }
+  unlock();
+  return ok;
+}
+
+// ---------------------------------------------------------------------------
+// AhTable
+
+AhTable::AhTable() : slots_(new Slot[kSlots]) {}
+
+uint32_t AhTable::add(uint32_t client, const core::Address& ah) {
+  for (uint32_t i = 0; i < kSlots - 1; ++i) {
+    const uint32_t h = next_;
+    next_ = next_ + 1 == kSlots ? 1 : next_ + 1;
+    Slot& s = slots_[h];
+    if (s.owner.load(std::memory_order_relaxed) != 0) continue;
+    s.seq.fetch_add(1, std::memory_order_relaxed);  // odd: being written
+    std::atomic_thread_fence(std::memory_order_release);
+    s.ah = ah;
+    s.seq.fetch_add(1, std::memory_order_release);
+    s.owner.store(client, std::memory_order_release);
+    return h;
+  }
+  return 0;
+}
+
+void AhTable::remove(uint32_t handle) {
+  if (handle == 0 || handle >= kSlots) return;
+  slots_[handle].owner.store(0, std::memory_order_release);
+}
+
+bool AhTable::get(uint32_t handle, uint32_t client, core::Address* out) const {
+  if (handle == 0 || handle >= kSlots || client == 0) return false;
+  const Slot& s = slots_[handle];
+  if (s.owner.load(std::memory_order_acquire) != client) return false;
+  const uint32_t seq = s.seq.load(std::memory_order_acquire);
+  if (seq & 1) return false;
+  *out = s.ah;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return s.seq.load(std::memory_order_relaxed) == seq &&
+         s.owner.load(std::memory_order_relaxed) == client;
+}
+
+// ---------------------------------------------------------------------------
+// ShmPlane
+
+void ShmPlane::set_doorbell(shm::ShmRegion* region, uint32_t log2_slots, uint64_t reclaim_ns) {
+  auto* hdr = reinterpret_cast<burst_shm_doorbell*>(
+      region->data() + reinterpret_cast<const burst_shm_region*>(region->data())->part_offset[0]);
+  doorbell_ = std::make_unique<shm::DoorbellConsumer>(hdr, log2_slots, reclaim_ns);
+}
+
+void ShmPlane::bind_qp(const ShmQpBinding& b) {
+  QpState q;
+  q.b = b;
+  q.sq = shm::RingConsumer(b.region, b.sq_offset, b.sq_geom);
+  if (b.rq_offset != 0) q.rq = shm::RingConsumer(b.region, b.rq_offset, b.rq_geom);
+  qps_[b.qpn] = std::move(q);
+  const uint32_t need = std::max(b.sq_geom.entry_size, b.rq_geom.entry_size);
+  if (copy_.size() < need) copy_.resize(need);
+}
+
+void ShmPlane::unbind_qp(uint32_t qpn) { qps_.erase(qpn); }
+
+void ShmPlane::bind_cq(uint32_t shard, ShmCq* cq) { cqs_.emplace_back(shard, cq); }
+
+void ShmPlane::unbind_cq(uint32_t shard) {
+  for (size_t i = 0; i < cqs_.size(); ++i) {
+    if (cqs_[i].first == shard) {
+      cqs_[i] = cqs_.back();
+      cqs_.pop_back();
+      return;
+    }
+  }
+}
+
+void ShmPlane::fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_t wr_id,
+                       burst_shm_ring_error reason) {
+  if (q.failed) return;
+  q.failed = true;
+  // The ring the bad entry came from tells the provider why; its later posts fail.
+  shm::MarkRingError(q.b.region, send_side ? q.b.sq_offset : q.b.rq_offset, reason);
+  core::QpAttr err;
+  err.qp_state = core::QpState::kErr;
+  (void)engine.modify_qp(q.b.qpn, err, core::kQpState);  // flushes outstanding work
+  deliver(engine);  // the flushed completions first, then the bad request's own
+  if (reason == BURST_SHM_RING_ERR_BAD_ENTRY) {
+    core::Wc wc;
+    wc.wr_id = wr_id;
+    wc.status = core::WcStatus::kLocQpOpErr;
+    wc.opcode = send_side ? core::WcOpcode::kSend : core::WcOpcode::kRecv;
+    wc.qp_num = q.b.qpn;
+    ShmCq* cq = send_side ? q.b.send_cq : q.b.recv_cq;
+    if (cq != nullptr) (void)cq->push(wc);
+  }
+  if (q.b.async) q.b.async->post(q.b.user_handle, kIbvEventQpFatal);
+}
+
+bool ShmPlane::drain_sq(core::Engine& engine, QpState& q) {
+  if (q.failed) return false;
+  const uint32_t n = q.sq.Peek(kEntriesPerVisit);
+  if (n == 0) {
+    if (q.sq.fault() != shm::RingFault::kNone) {
+      ++counters_.ring_faults;
+      fail_qp(engine, q, true, 0, BURST_SHM_RING_ERR_INDEX_OVERRUN);
+    }
+    return false;
+  }
+  uint32_t done = 0;
+  for (; done < n; ++done) {
+    q.sq.CopyEntry(done, copy_.data());
+    shm::DecodedSendWqe d;
+    core::Status s = shm::DecodeSendWqe(copy_.data(), q.b.sq_limits, &d);
+    if (s.ok() && (d.wr.send_flags & core::kSendInline) != 0) {
+      // Inline bytes are read from this private copy at post time.
+      d.wr.num_sge = d.inline_len != 0 ? 1 : 0;
+      d.wr.sg_list[0] = core::Sge{reinterpret_cast<uintptr_t>(d.inline_data), d.inline_len, 0};
+    }
+    if (s.ok() && d.ah_handle != 0) {
+      if (ahs_ == nullptr || !ahs_->get(d.ah_handle, q.b.client, &d.wr.ud.ah)) {
+        s = core::Errc::kInvalid;  // not an address handle of this client
+      }
+    }
+    if (s.ok()) s = engine.post_send(q.b.qpn, d.wr);
+    if (s.errc() == core::Errc::kNoMemory) break;  // Engine SQ full: retry later
+    if (!s.ok()) {
+      ++counters_.bad_wqes;
+      q.sq.Release(done);
+      burst_shm_send_wqe hdr;
+      std::memcpy(&hdr, copy_.data(), sizeof(hdr));
+      fail_qp(engine, q, true, hdr.wr_id, BURST_SHM_RING_ERR_BAD_ENTRY);
+      return true;
+    }
+  }
+  q.sq.Release(done);
+  counters_.send_wqes += done;
+  return done != 0;
+}
+
+bool ShmPlane::drain_rq(core::Engine& engine, QpState& q) {
+  if (q.failed || q.b.rq_offset == 0) return false;
+  const uint32_t n = q.rq.Peek(kEntriesPerVisit);
+  if (n == 0) {
+    if (q.rq.fault() != shm::RingFault::kNone) {
+      ++counters_.ring_faults;
+      fail_qp(engine, q, false, 0, BURST_SHM_RING_ERR_INDEX_OVERRUN);
+    }
+    return false;
+  }
+  uint32_t done = 0;
+  for (; done < n; ++done) {
+    q.rq.CopyEntry(done, copy_.data());
+    core::RecvWr wr;
+    core::Status s = shm::DecodeRecvWqe(copy_.data(), q.b.rq_limits, &wr);
+    if (s.ok()) s = engine.post_recv(q.b.qpn, wr);
+    if (s.errc() == core::Errc::kNoMemory) break;
+    if (!s.ok()) {
+      ++counters_.bad_wqes;
+      q.rq.Release(done);
+      burst_shm_recv_wqe hdr;
+      std::memcpy(&hdr, copy_.data(), sizeof(hdr));
+      fail_qp(engine, q, false, hdr.wr_id, BURST_SHM_RING_ERR_BAD_ENTRY);
+      return true;
+    }
+  }
+  q.rq.Release(done);
+  counters_.recv_wqes += done;
+  return done != 0;
+}
+
+bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
+  bool worked = false;
+  if (doorbell_) {
+    shm::DoorbellRecord recs[32];
+    const uint32_t n = doorbell_->Poll(recs, 32, now_ns);
+    counters_.doorbells += n;
+    for (uint32_t i = 0; i < n; ++i) {
+      auto it = qps_.find(recs[i].handle);
+      if (it == qps_.end()) continue;  // a hint for a QP that is gone (or forged)
+      if (recs[i].kind == BURST_SHM_DB_SQ) {
+        worked |= drain_sq(engine, it->second);
+      } else if (recs[i].kind == BURST_SHM_DB_RQ) {
+        worked |= drain_rq(engine, it->second);
+      }
+    }
+    worked |= n != 0;
+  }
+  if (now_ns >= next_sweep_ns_ && !qps_.empty()) {
+    next_sweep_ns_ = now_ns + kSweepIntervalNs;
+    ++counters_.sweeps;
+    for (auto& [qpn, q] : qps_) {
+      const bool found = drain_rq(engine, q) | drain_sq(engine, q);
+      counters_.sweep_finds += found ? 1 : 0;
+      worked |= found;
+    }
+  }
+  return worked;
+}
+
+bool ShmPlane::deliver(core::Engine& engine) {
+  uint32_t moved = 0;
+  for (auto& [shard, cq] : cqs_) moved += cq->deliver(engine, shard);
+  counters_.cqes += moved;
+  return moved != 0;
+}
+
+}  // namespace burst::burstd

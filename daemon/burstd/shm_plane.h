@@ -1,0 +1,197 @@
+// The data path between applications and burstd: the shared-memory rings of
+// shm/burst_shm_abi.h joined to the transport Engines.
+//
+//   application (provider)                       burstd worker w (ShmPlane)
+//   post_send: WQE -> SQ ring, doorbell(w) ---->  poll(): doorbell records name
+//                                                  QPs; their SQ/RQ rings are
+//                                                  copied out, validated, and
+//                                                  posted to the Engine
+//   poll_cq:   CQ ring  <------------------------  deliver(): Engine CQ shards ->
+//   req_notify_cq: ring.arm_sequence++             CQ rings; one event per arm
+//                                                  into the CQ's channel socket
+//
+// Objects and owners:
+//   ShmCq     one per CQ: its region and the ring's producer side. Every worker
+//             with a QP on the CQ produces into it, under the CQ's spin lock.
+//             Owned by Resources (control thread); bound to a worker's plane
+//             (with the worker's Engine CQ shard) while that shard exists.
+//   QP region owned by Resources; the worker's plane keeps the consumer side of
+//             its SQ and RQ rings while the QP exists (bind/unbind run on the
+//             worker, inside Resources' commands).
+//   AhTable   device-wide address handles for UD work requests, written by the
+//             control thread, read by the workers (owner checked on each use).
+//   AsyncSink a client's async-event pipe (write end); shared by its QPs.
+//
+// Everything read from shared memory is copied before use and validated
+// (shm/spsc_ring.h, shm/wqe.h); a fault or a bad work request moves that QP to
+// the error state with an error completion and an IBV_EVENT_QP_FATAL, and the
+// daemon carries on. Doorbells are hints: a periodic sweep also looks at every
+// bound ring, so a lost or forged doorbell costs latency, never work.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/engine.h"
+#include "core/status.h"
+#include "shm/doorbell.h"
+#include "shm/layout.h"
+#include "shm/region.h"
+#include "shm/spsc_ring.h"
+#include "shm/wqe.h"
+
+namespace burst::burstd {
+
+// A client's async-event pipe. Writes of one 16-byte record are atomic (below
+// PIPE_BUF), so workers write without a lock; a full pipe drops the event
+// (counted) rather than block a worker.
+class AsyncSink {
+ public:
+  explicit AsyncSink(int fd) : fd_(fd) {}
+  ~AsyncSink();
+  AsyncSink(const AsyncSink&) = delete;
+  AsyncSink& operator=(const AsyncSink&) = delete;
+  void post(uint64_t element, uint32_t event_type);
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  int fd_;
+  std::atomic<uint64_t> dropped_{0};
+};
+
+class ShmCq {
+ public:
+  // A region with one CQ ring of at least `cqe` entries. channel_fd (-1: none)
+  // is adopted: completion events go there.
+  static core::Status Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
+                             std::unique_ptr<ShmCq>* out);
+  ~ShmCq();
+  ShmCq(const ShmCq&) = delete;
+  ShmCq& operator=(const ShmCq&) = delete;
+
+  int fd() const { return region_.fd(); }
+  uint64_t size() const { return region_.size(); }
+  uint32_t entries() const { return geom_.entries(); }
+
+  // Worker threads: moves what fits from the Engine CQ `shard` into the ring
+  // (the rest stays in the Engine CQ); then answers a pending arm. Returns the
+  // number moved.
+  uint32_t deliver(core::Engine& engine, uint32_t shard);
+  // Worker threads: one completion produced by the plane itself (a work request
+  // the Engine never saw). False when the ring is full or faulted.
+  bool push(const core::Wc& wc);
+  uint64_t overflows() const { return overflows_.load(std::memory_order_relaxed); }
+
+ private:
+  ShmCq() = default;
+  void lock() {
+    while (lock_.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  void unlock() { lock_.clear(std::memory_order_release); }
+  void notify_locked();
+
+  shm::ShmRegion region_;
+  shm::RingGeometry geom_;
+  uint64_t ring_offset_ = 0;
+  uint64_t user_handle_ = 0;
+  int channel_fd_ = -1;
+  std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+  shm::RingProducer producer_;  // under lock_
+  uint32_t answered_arm_ = 0;   // under lock_: the last arm_sequence answered
+  std::atomic<uint64_t> overflows_{0};
+};
+
+// Address handles for UD sends, device-wide. Slots never move.
+class AhTable {
+ public:
+  static constexpr uint32_t kSlots = 1u << 14;
+  AhTable();
+  // Control thread. 0 when full.
+  uint32_t add(uint32_t client, const core::Address& ah);
+  void remove(uint32_t handle);
+  // Workers: the address of `handle` if `client` owns it.
+  bool get(uint32_t handle, uint32_t client, core::Address* out) const;
+
+ private:
+  struct Slot {
+    std::atomic<uint32_t> owner{0};  // client id; 0 = free
+    std::atomic<uint32_t> seq{0};    // odd while being written
+    core::Address ah;
+  };
+  std::unique_ptr<Slot[]> slots_;
+  uint32_t next_ = 1;  // control thread
+};
+
+struct PlaneCounters {
+  uint64_t doorbells = 0;       // records delivered
+  uint64_t send_wqes = 0;       // SQ entries posted to the Engine
+  uint64_t recv_wqes = 0;       // RQ entries posted to the Engine
+  uint64_t bad_wqes = 0;        // entries that failed validation (QP to error)
+  uint64_t ring_faults = 0;     // SQ/RQ index faults (QP to error)
+  uint64_t cqes = 0;            // completions moved into CQ rings
+  uint64_t sweeps = 0;          // periodic looks at every ring
+  uint64_t sweep_finds = 0;     // rings with work that no doorbell announced
+};
+
+// A QP as the plane binds it (made by the control thread, moved to the worker).
+struct ShmQpBinding {
+  uint32_t qpn = 0;
+  uint32_t client = 0;
+  uint64_t user_handle = 0;
+  uint8_t* region = nullptr;  // owned by Resources; outlives the binding
+  uint64_t sq_offset = 0;
+  uint64_t rq_offset = 0;
+  shm::RingGeometry sq_geom, rq_geom;
+  shm::WqeLimits sq_limits, rq_limits;
+  ShmCq* send_cq = nullptr;
+  ShmCq* recv_cq = nullptr;
+  std::shared_ptr<AsyncSink> async;
+};
+
+// One per worker; every call on the worker thread (bind/unbind inside commands).
+class ShmPlane {
+ public:
+  ShmPlane() = default;
+  void set_doorbell(shm::ShmRegion* region, uint32_t log2_slots, uint64_t reclaim_ns);
+  void set_ah_table(const AhTable* ahs) { ahs_ = ahs; }
+
+  void bind_qp(const ShmQpBinding& b);
+  void unbind_qp(uint32_t qpn);
+  void bind_cq(uint32_t shard, ShmCq* cq);
+  void unbind_cq(uint32_t shard);
+
+  // Doorbells (and, every sweep interval, every ring) -> Engine. True if any work.
+  bool poll(core::Engine& engine, uint64_t now_ns);
+  // Engine CQ shards -> CQ rings. True if any completion moved.
+  bool deliver(core::Engine& engine);
+
+  const PlaneCounters& counters() const { return counters_; }
+  const shm::DoorbellStats* doorbell_stats() const {
+    return doorbell_ ? &doorbell_->stats() : nullptr;
+  }
+
+ private:
+  struct QpState {
+    ShmQpBinding b;
+    shm::RingConsumer sq, rq;
+    bool failed = false;  // moved to error by the plane: rings no longer read
+  };
+  bool drain_sq(core::Engine& engine, QpState& q);
+  bool drain_rq(core::Engine& engine, QpState& q);
+  void fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_t wr_id,
+               burst_shm_ring_error reason);
+
+  std::unique_ptr<shm::DoorbellConsumer> doorbell_;
+  const AhTable* ahs_ = nullptr;
+  std::unordered_map<uint32_t, QpState> qps_;
+  std::vector<std::pair<uint32_t, ShmCq*>> cqs_;  // (Engine CQ shard, ring)
+  std::vector<uint8_t> copy_;                     // one entry, copied out of a ring
+  uint64_t next_sweep_ns_ = 0;
+  PlaneCounters counters_;
+};
+
+}  // namespace burst::burstd

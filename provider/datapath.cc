@@ -1,0 +1,619 @@
+// The provider's data path on the shared-memory rings of shm/burst_shm_abi.h:
+// ibv_post_send / ibv_post_recv write work requests into the QP's rings and
+// ring the worker's doorbell; ibv_poll_cq reads the CQ ring; ibv_req_notify_cq
+// bumps the ring's arm sequence. None of them makes a system call.
+//
+// Also here: memory registration and address handles (control path through
+// burstd), mapping the regions burstd hands over, and the watcher thread that
+// turns burstd going away into IBV_EVENT_DEVICE_FATAL, woken completion
+// channels and failing posts and polls.
+#include <dlfcn.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "provider/provider.h"
+
+namespace burst::provider {
+namespace {
+
+constexpr uint32_t kIbvEventDeviceFatal = 8;  // IBV_EVENT_DEVICE_FATAL
+
+bool context_dead(const Context* ctx) { return __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE); }
+
+// A ring header inside a mapping, checked against the mapping's bounds.
+burst_shm_ring* ring_at(const Mapping& m, uint64_t off, burst_shm_ring_kind kind,
+                        shm::RingGeometry* geom) {
+  if (off == 0 || off + sizeof(burst_shm_ring) > m.size) return nullptr;
+  auto* r = reinterpret_cast<burst_shm_ring*>(m.base + off);
+  if (r->magic != BURST_SHM_RING_MAGIC || r->kind != kind ||
+      r->log2_entries > BURST_SHM_MAX_LOG2_ENTRIES || r->entries_offset != shm::kRingEntriesOffset ||
+      r->entry_size == 0 || r->entry_size > BURST_SHM_MAX_ENTRY_SIZE) {
+    return nullptr;
+  }
+  geom->log2_entries = r->log2_entries;
+  geom->entry_size = r->entry_size;
+  if (off + shm::kRingEntriesOffset + geom->entry_bytes() > m.size) return nullptr;
+  return r;
+}
+
+bool ring_failed(const burst_shm_ring* r) {
+  return __atomic_load_n(&r->status, __ATOMIC_ACQUIRE) != BURST_SHM_RING_OK;
+}
+
+using ChannelPeerFn = int (*)(int);
+
+// The completion channel's other end, from the preload shim (burstctl run).
+int channel_peer(ibv_comp_channel* channel) {
+  auto fn = reinterpret_cast<ChannelPeerFn>(dlsym(RTLD_DEFAULT, "burst_shim_channel_peer"));
+  return fn != nullptr ? fn(channel->fd) : -1;
+}
+
+void* watcher_main(void* arg) {
+  auto* ctx = static_cast<Context*>(arg);
+  pollfd p[2] = {{ctx->ctl.fd, POLLRDHUP, 0}, {ctx->watcher_wake_fd, POLLIN, 0}};
+  for (;;) {
+    const int r = poll(p, 2, -1);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 || (p[1].revents & POLLIN)) return nullptr;
+    if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) break;
+  }
+  __atomic_store_n(&ctx->dead, true, __ATOMIC_RELEASE);
+  const burst_ctl_async_event ev{0, kIbvEventDeviceFatal, 0};
+  if (write(ctx->async_write_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+    debug_log("burst: could not report IBV_EVENT_DEVICE_FATAL");
+  }
+  // Applications blocked in ibv_get_cq_event wake up, poll, and get an error.
+  pthread_mutex_lock(&ctx->mu);
+  for (Cq* cq = ctx->channel_cqs; cq != nullptr; cq = cq->next_channel) {
+    const uint64_t handle = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
+    (void)!send(cq->channel_peer, &handle, sizeof(handle), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  pthread_mutex_unlock(&ctx->mu);
+  fprintf(stderr, "burst: burstd closed the connection: device %s is gone (IBV_EVENT_DEVICE_FATAL)\n",
+          ctx->vctx.context.device->name);
+  return nullptr;
+}
+
+inline ibv_wc_opcode wc_opcode(uint8_t op) { return static_cast<ibv_wc_opcode>(op); }
+
+void cqe_to_wc(const burst_shm_cqe& c, ibv_wc* wc) {
+  wc->wr_id = c.wr_id;
+  wc->status = static_cast<ibv_wc_status>(c.status);
+  wc->opcode = wc_opcode(c.opcode);
+  wc->vendor_err = c.vendor_err;
+  wc->byte_len = c.byte_len;
+  if (c.wc_flags & IBV_WC_WITH_INV) {
+    wc->invalidated_rkey = c.imm_data;
+  } else {
+    wc->imm_data = htobe32(c.imm_data);
+  }
+  wc->qp_num = c.qp_num;
+  wc->src_qp = c.src_qp;
+  wc->wc_flags = c.wc_flags;
+  wc->pkey_index = c.pkey_index;
+  wc->slid = c.slid;
+  wc->sl = c.sl;
+  wc->dlid_path_bits = c.dlid_path_bits;
+}
+
+// ---- ibv_cq_ex polling --------------------------------------------------------
+
+Cq* cq_of(ibv_cq_ex* x) { return reinterpret_cast<Cq*>(x); }
+
+// Loads the next completion into cur; ENOENT when the ring is empty.
+int cq_ex_load(Cq* cq) {
+  if (cq->ring.Peek(1) == 0) return context_dead(to_context(cq->vcq.cq.context)) ? EIO : ENOENT;
+  memcpy(&cq->cur, cq->ring.EntryInPlace(0), sizeof(cq->cur));
+  cq->ring.Release(1);
+  ibv_cq_ex& x = cq->vcq.cq_ex;
+  x.wr_id = cq->cur.wr_id;
+  x.status = static_cast<ibv_wc_status>(cq->cur.status);
+  return 0;
+}
+int cq_ex_start(ibv_cq_ex* x, ibv_poll_cq_attr* attr) {
+  if (attr->comp_mask != 0) return EINVAL;
+  Cq* cq = cq_of(x);
+  pthread_spin_lock(&cq->lock);
+  const int e = cq_ex_load(cq);
+  if (e != 0) pthread_spin_unlock(&cq->lock);  // end_poll is not called after a failed start
+  return e;
+}
+int cq_ex_next(ibv_cq_ex* x) { return cq_ex_load(cq_of(x)); }
+void cq_ex_end(ibv_cq_ex* x) { pthread_spin_unlock(&cq_of(x)->lock); }
+ibv_wc_opcode cq_ex_opcode(ibv_cq_ex* x) { return wc_opcode(cq_of(x)->cur.opcode); }
+uint32_t cq_ex_vendor_err(ibv_cq_ex* x) { return cq_of(x)->cur.vendor_err; }
+uint32_t cq_ex_byte_len(ibv_cq_ex* x) { return cq_of(x)->cur.byte_len; }
+__be32 cq_ex_imm(ibv_cq_ex* x) { return htobe32(cq_of(x)->cur.imm_data); }
+uint32_t cq_ex_qp_num(ibv_cq_ex* x) { return cq_of(x)->cur.qp_num; }
+uint32_t cq_ex_src_qp(ibv_cq_ex* x) { return cq_of(x)->cur.src_qp; }
+unsigned int cq_ex_wc_flags(ibv_cq_ex* x) { return cq_of(x)->cur.wc_flags; }
+uint32_t cq_ex_slid(ibv_cq_ex* x) { return cq_of(x)->cur.slid; }
+uint8_t cq_ex_sl(ibv_cq_ex* x) { return cq_of(x)->cur.sl; }
+uint8_t cq_ex_dlid_path_bits(ibv_cq_ex* x) { return cq_of(x)->cur.dlid_path_bits; }
+
+// ---- posting ------------------------------------------------------------------
+
+bool send_opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+      return true;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_SEND_WITH_INV:
+      return type == IBV_QPT_RC;
+    default:
+      return false;
+  }
+}
+
+constexpr unsigned kKnownSendFlags =
+    IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+
+// Writes one send WR into entry (entry_size bytes); an errno value on a bad WR.
+int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
+  const ibv_qp& q = qp->vqp.qp;
+  if (!send_opcode_ok(q.qp_type, wr->opcode)) return EINVAL;
+  if (wr->send_flags & ~kKnownSendFlags) return EINVAL;
+  if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->max_send_sge) return EINVAL;
+  burst_shm_send_wqe w{};
+  w.wr_id = wr->wr_id;
+  w.opcode = static_cast<uint8_t>(wr->opcode);
+  w.send_flags = wr->send_flags;
+  if (qp->sq_sig_all) w.send_flags |= IBV_SEND_SIGNALED;
+  switch (wr->opcode) {
+    case IBV_WR_SEND_WITH_IMM:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      w.imm_data = be32toh(wr->imm_data);
+      break;
+    case IBV_WR_SEND_WITH_INV:
+      w.imm_data = wr->invalidate_rkey;
+      break;
+    default:
+      break;
+  }
+  if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    w.remote_addr = wr->wr.atomic.remote_addr;
+    w.rkey = wr->wr.atomic.rkey;
+    w.compare_add = wr->wr.atomic.compare_add;
+    w.swap = wr->wr.atomic.swap;
+  } else if (q.qp_type == IBV_QPT_UD) {
+    if (wr->wr.ud.ah == nullptr) return EINVAL;
+    w.ah_handle = reinterpret_cast<Ah*>(wr->wr.ud.ah)->handle;
+    w.remote_qpn = wr->wr.ud.remote_qpn;
+    w.remote_qkey = wr->wr.ud.remote_qkey;
+  } else {
+    w.remote_addr = wr->wr.rdma.remote_addr;
+    w.rkey = wr->wr.rdma.rkey;
+  }
+  uint8_t* payload = entry + BURST_SHM_SEND_WQE_PAYLOAD;
+  if (wr->send_flags & IBV_SEND_INLINE) {
+    // The bytes are copied now: the application may reuse its buffers on return.
+    uint32_t total = 0;
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const ibv_sge& s = wr->sg_list[i];
+      if (s.length > qp->max_inline - total) return EINVAL;
+      if (s.length != 0) {
+        memcpy(payload + total, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.addr)),
+               s.length);
+      }
+      total += s.length;
+    }
+    w.inline_len = total;
+    w.num_sge = 0;
+  } else {
+    w.num_sge = static_cast<uint16_t>(wr->num_sge);
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      memcpy(payload + i * sizeof(s), &s, sizeof(s));
+    }
+  }
+  memcpy(entry, &w, sizeof(w));
+  return 0;
+}
+
+void ring_doorbell(const Qp* qp, burst_shm_db_kind kind, uint32_t index) {
+  shm::DoorbellRecord rec;
+  rec.kind = static_cast<uint8_t>(kind);
+  rec.handle = qp->vqp.qp.qp_num;
+  rec.value = static_cast<uint16_t>(index);
+  // Full or busy: burstd sweeps every ring each millisecond, the work is seen anyway.
+  for (int i = 0; i < 2; ++i) {
+    if (qp->db->Post(rec) != shm::PostResult::kStale) return;
+  }
+}
+
+}  // namespace
+
+// ---- regions ------------------------------------------------------------------
+
+int map_region(int fd, uint64_t size, burst_shm_region_kind kind, Mapping* out) {
+  if (fd < 0) return EPROTO;
+  if (size < sizeof(burst_shm_region) || size > (uint64_t{1} << 32)) {
+    close(fd);
+    return EPROTO;
+  }
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) return e;
+  const auto* r = static_cast<const burst_shm_region*>(p);
+  if (r->magic != BURST_SHM_REGION_MAGIC || r->abi_version != BURST_SHM_ABI_VERSION ||
+      r->kind != kind || r->size != size) {
+    munmap(p, size);
+    debug_log("burst: region from burstd has another layout (ABI %u, want %u)", r->abi_version,
+              BURST_SHM_ABI_VERSION);
+    return EPROTO;
+  }
+  out->base = static_cast<uint8_t*>(p);
+  out->size = size;
+  return 0;
+}
+
+void unmap_region(Mapping* m) {
+  if (m->base != nullptr) munmap(m->base, m->size);
+  m->base = nullptr;
+  m->size = 0;
+}
+
+const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker) {
+  if (worker >= ctx->workers) {
+    errno = EPROTO;
+    return nullptr;
+  }
+  pthread_mutex_lock(&ctx->mu);
+  Doorbell& d = ctx->doorbells[worker];
+  if (!d.ready) {
+    burst_ctl_map_doorbell_req req{};
+    req.worker = worker;
+    burst_ctl_map_doorbell_resp resp{};
+    int fd = -1;
+    int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_MAP_DOORBELL, &req, sizeof(req), &resp,
+                        sizeof(resp), -1, &fd);
+    if (e == 0) e = map_region(fd, resp.region_size, BURST_SHM_REGION_DOORBELL, &d.map);
+    if (e == 0) {
+      const auto* r = reinterpret_cast<const burst_shm_region*>(d.map.base);
+      const uint64_t off = r->part_offset[0];
+      auto* h = reinterpret_cast<burst_shm_doorbell*>(d.map.base + off);
+      if (off == 0 || off + sizeof(*h) > d.map.size || h->magic != BURST_SHM_DOORBELL_MAGIC ||
+          h->log2_slots > BURST_SHM_MAX_LOG2_SLOTS ||
+          off + shm::DoorbellBytes(h->log2_slots) > d.map.size) {
+        unmap_region(&d.map);
+        e = EPROTO;
+      } else {
+        d.producer = shm::DoorbellProducer(h, h->log2_slots);
+        d.ready = true;
+      }
+    }
+    if (e != 0) {
+      pthread_mutex_unlock(&ctx->mu);
+      errno = e;
+      return nullptr;
+    }
+  }
+  pthread_mutex_unlock(&ctx->mu);
+  return &d.producer;
+}
+
+int start_watcher(Context* ctx) {
+  ctx->watcher_wake_fd = eventfd(0, EFD_CLOEXEC);
+  if (ctx->watcher_wake_fd < 0) return errno;
+  if (int e = pthread_create(&ctx->watcher, nullptr, watcher_main, ctx); e != 0) {
+    close(ctx->watcher_wake_fd);
+    ctx->watcher_wake_fd = -1;
+    return e;
+  }
+  ctx->watcher_running = true;
+  return 0;
+}
+
+void stop_watcher(Context* ctx) {
+  if (!ctx->watcher_running) return;
+  const uint64_t one = 1;
+  (void)!write(ctx->watcher_wake_fd, &one, sizeof(one));
+  pthread_join(ctx->watcher, nullptr);
+  close(ctx->watcher_wake_fd);
+  ctx->watcher_running = false;
+}
+
+// ---- CQs ----------------------------------------------------------------------
+
+int poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
+  Cq* cq = to_cq(ibcq);
+  if (ne <= 0) return 0;
+  pthread_spin_lock(&cq->lock);
+  const uint32_t n = cq->ring.Peek(static_cast<uint32_t>(ne));
+  for (uint32_t i = 0; i < n; ++i) {
+    burst_shm_cqe c;
+    memcpy(&c, cq->ring.EntryInPlace(i), sizeof(c));
+    cqe_to_wc(c, &wc[i]);
+  }
+  cq->ring.Release(n);
+  pthread_spin_unlock(&cq->lock);
+  if (n == 0 && (context_dead(to_context(ibcq->context)) || ring_failed(cq->hdr))) {
+    return -EIO;  // burstd is gone (or stopped using this CQ): nothing will ever arrive
+  }
+  return static_cast<int>(n);
+}
+
+int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
+  Cq* cq = to_cq(ibcq);
+  if (context_dead(to_context(ibcq->context))) return EIO;
+  __atomic_fetch_add(&cq->hdr->arm_sequence, 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void init_cq_ex_ops(Cq* cq) {
+  ibv_cq_ex& x = cq->vcq.cq_ex;
+  x.start_poll = cq_ex_start;
+  x.next_poll = cq_ex_next;
+  x.end_poll = cq_ex_end;
+  x.read_opcode = cq_ex_opcode;
+  x.read_vendor_err = cq_ex_vendor_err;
+  x.read_byte_len = cq_ex_byte_len;
+  x.read_imm_data = cq_ex_imm;
+  x.read_qp_num = cq_ex_qp_num;
+  x.read_src_qp = cq_ex_src_qp;
+  x.read_wc_flags = cq_ex_wc_flags;
+  x.read_slid = cq_ex_slid;
+  x.read_sl = cq_ex_sl;
+  x.read_dlid_path_bits = cq_ex_dlid_path_bits;
+}
+
+// Called by pd_cq.cc after CREATE_CQ: maps the ring, registers the channel.
+int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size) {
+  if (int e = map_region(fd, size, BURST_SHM_REGION_CQ, &cq->map); e != 0) return e;
+  const auto* r = reinterpret_cast<const burst_shm_region*>(cq->map.base);
+  shm::RingGeometry g;
+  cq->hdr = ring_at(cq->map, r->part_offset[0], BURST_SHM_RING_CQ, &g);
+  if (cq->hdr == nullptr || g.entry_size != sizeof(burst_shm_cqe)) {
+    unmap_region(&cq->map);
+    return EPROTO;
+  }
+  cq->ring = shm::RingConsumer(cq->map.base, r->part_offset[0], g);
+  pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+  if (cq->channel_peer >= 0) {
+    pthread_mutex_lock(&ctx->mu);
+    cq->next_channel = ctx->channel_cqs;
+    ctx->channel_cqs = cq;
+    pthread_mutex_unlock(&ctx->mu);
+  }
+  return 0;
+}
+
+void detach_cq_ring(Context* ctx, Cq* cq) {
+  if (cq->channel_peer >= 0) {
+    pthread_mutex_lock(&ctx->mu);
+    for (Cq** p = &ctx->channel_cqs; *p != nullptr; p = &(*p)->next_channel) {
+      if (*p == cq) {
+        *p = cq->next_channel;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&ctx->mu);
+  }
+  if (cq->map.base != nullptr) pthread_spin_destroy(&cq->lock);
+  unmap_region(&cq->map);
+}
+
+int cq_channel_peer(ibv_comp_channel* channel) { return channel_peer(channel); }
+
+// ---- QPs ----------------------------------------------------------------------
+
+int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker) {
+  if (int e = map_region(fd, size, BURST_SHM_REGION_QP, &qp->map); e != 0) return e;
+  const auto* r = reinterpret_cast<const burst_shm_region*>(qp->map.base);
+  shm::RingGeometry sg, rg;
+  qp->sq_hdr = ring_at(qp->map, r->part_offset[0], BURST_SHM_RING_SQ, &sg);
+  qp->rq_hdr = ring_at(qp->map, r->part_offset[1], BURST_SHM_RING_RQ, &rg);
+  if (qp->sq_hdr == nullptr || qp->rq_hdr == nullptr ||
+      sg.entry_size < BURST_SHM_SEND_WQE_PAYLOAD + qp->sq_hdr->max_sge * sizeof(burst_shm_sge) ||
+      sg.entry_size < BURST_SHM_SEND_WQE_PAYLOAD + qp->sq_hdr->max_inline ||
+      rg.entry_size < BURST_SHM_RECV_WQE_PAYLOAD + qp->rq_hdr->max_sge * sizeof(burst_shm_sge)) {
+    unmap_region(&qp->map);
+    return EPROTO;
+  }
+  qp->sq = shm::RingProducer(qp->map.base, r->part_offset[0], sg);
+  qp->rq = shm::RingProducer(qp->map.base, r->part_offset[1], rg);
+  qp->max_send_sge = qp->sq_hdr->max_sge;
+  qp->max_inline = qp->sq_hdr->max_inline;
+  qp->max_recv_sge = qp->rq_hdr->max_sge;
+  qp->db = doorbell_for(ctx, worker);
+  if (qp->db == nullptr) {
+    const int e = errno;
+    unmap_region(&qp->map);
+    return e;
+  }
+  pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+  pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+  return 0;
+}
+
+void detach_qp_rings(Qp* qp) {
+  if (qp->map.base != nullptr) {
+    pthread_spin_destroy(&qp->sq_lock);
+    pthread_spin_destroy(&qp->rq_lock);
+  }
+  unmap_region(&qp->map);
+}
+
+int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
+  Qp* qp = to_qp(ibqp);
+  const ibv_qp_state st = ibqp->state;  // kept by libibverbs' ibv_modify_qp
+  if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_RTR) {
+    *bad_wr = wr;
+    return EINVAL;
+  }
+  if (context_dead(to_context(ibqp->context)) || ring_failed(qp->sq_hdr)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  int err = 0;
+  uint32_t count = 0, room = 0;
+  pthread_spin_lock(&qp->sq_lock);
+  for (; wr != nullptr; wr = wr->next) {
+    if (count == room) {
+      room = qp->sq.Reserve(count + 1);
+      if (room <= count) {
+        err = ENOMEM;  // burstd has not taken the earlier requests yet
+        break;
+      }
+    }
+    err = encode_send(qp, wr, qp->sq.Entry(count));
+    if (err != 0) break;
+    ++count;
+  }
+  if (count != 0) {
+    qp->sq.Publish(count);
+    ring_doorbell(qp, BURST_SHM_DB_SQ, qp->sq.index());
+  }
+  pthread_spin_unlock(&qp->sq_lock);
+  if (err != 0) *bad_wr = wr;
+  return err;
+}
+
+int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  Qp* qp = to_qp(ibqp);
+  if (ibqp->state == IBV_QPS_RESET || qp->rq_hdr == nullptr) {
+    *bad_wr = wr;
+    return EINVAL;
+  }
+  if (context_dead(to_context(ibqp->context)) || ring_failed(qp->rq_hdr)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  int err = 0;
+  uint32_t count = 0, room = 0;
+  pthread_spin_lock(&qp->rq_lock);
+  for (; wr != nullptr; wr = wr->next) {
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->max_recv_sge) {
+      err = EINVAL;
+      break;
+    }
+    if (count == room) {
+      room = qp->rq.Reserve(count + 1);
+      if (room <= count) {
+        err = ENOMEM;
+        break;
+      }
+    }
+    uint8_t* entry = qp->rq.Entry(count);
+    burst_shm_recv_wqe w{};
+    w.wr_id = wr->wr_id;
+    w.num_sge = static_cast<uint32_t>(wr->num_sge);
+    memcpy(entry, &w, sizeof(w));
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      memcpy(entry + BURST_SHM_RECV_WQE_PAYLOAD + i * sizeof(s), &s, sizeof(s));
+    }
+    ++count;
+  }
+  if (count != 0) {
+    qp->rq.Publish(count);
+    ring_doorbell(qp, BURST_SHM_DB_RQ, qp->rq.index());
+  }
+  pthread_spin_unlock(&qp->rq_lock);
+  if (err != 0) *bad_wr = wr;
+  return err;
+}
+
+// ---- MRs and AHs --------------------------------------------------------------
+
+ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int access) {
+  Context* ctx = to_context(ibpd->context);
+  auto* mr = static_cast<Mr*>(calloc(1, sizeof(Mr)));
+  if (mr == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_reg_mr_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  req.access = static_cast<uint32_t>(access);
+  req.addr = reinterpret_cast<uintptr_t>(addr);
+  req.length = length;
+  req.iova = hca_va;
+  burst_ctl_reg_mr_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_REG_MR, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    free(mr);
+    errno = e;
+    return nullptr;
+  }
+  mr->handle = resp.mr_handle;
+  ibv_mr& m = mr->vmr.ibv_mr;
+  m.context = ibpd->context;
+  m.pd = ibpd;
+  m.addr = addr;
+  m.length = length;
+  m.handle = resp.mr_handle;
+  m.lkey = resp.lkey;
+  m.rkey = resp.rkey;
+  mr->vmr.mr_type = BURST_VERBS_MR_TYPE_MR;
+  mr->vmr.access = access;
+  debug_log("burst: MR %u: %zu bytes at %p, lkey 0x%x, %s", resp.mr_handle, length, addr,
+            resp.lkey, resp.memory_mode == BURST_CTL_MEM_SHM ? "zero-copy" : "cross-memory");
+  return &m;
+}
+
+int dereg_mr(verbs_mr* vmr) {
+  auto* mr = reinterpret_cast<Mr*>(vmr);
+  Context* ctx = to_context(vmr->ibv_mr.context);
+  burst_ctl_handle_req req{};
+  req.handle = mr->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DEREG_MR, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e == 0) free(mr);
+  return e;
+}
+
+ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr) {
+  Context* ctx = to_context(ibpd->context);
+  burst_ctl_create_ah_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  if (int e = ah_to_wire(*attr, &req.ah); e != 0) {
+    errno = e;
+    return nullptr;
+  }
+  auto* ah = static_cast<Ah*>(calloc(1, sizeof(Ah)));
+  if (ah == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_create_ah_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_CREATE_AH, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    free(ah);
+    errno = e;
+    return nullptr;
+  }
+  ah->handle = resp.ah_handle;
+  ah->ah.context = ibpd->context;
+  ah->ah.pd = ibpd;
+  ah->ah.handle = resp.ah_handle;
+  return &ah->ah;
+}
+
+int destroy_ah(ibv_ah* ibah) {
+  auto* ah = reinterpret_cast<Ah*>(ibah);
+  Context* ctx = to_context(ibah->context);
+  burst_ctl_handle_req req{};
+  req.handle = ah->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_AH, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e == 0) free(ah);
+  return e;
+}
+
+}  // namespace burst::provider

@@ -1,0 +1,158 @@
+#!/bin/bash
+# Unmodified rdma-core and perftest binaries between two burstd, one per
+# network namespace, joined by a veth pair (AF_XDP backend on each end):
+#   A: a0 10.45.0.1/24   <--veth-->   B: b0 10.45.0.2/24
+# Each application runs under `burstctl run --netdev <dev> --socket <sock>`,
+# which makes libibverbs find burst0 (GID index 1 = the IPv4 address). Every
+# pair (server in A, client in B) must exit 0; the figures each tool prints are
+# collected into $BURST_APPS_REPORT (default: printed at the end).
+# Usage: apps_test.sh BURSTCTL BURSTD [CASES...]   (CASES: names below; default all)
+# Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"
+
+BURSTCTL=${1:?usage: apps_test.sh BURSTCTL BURSTD [CASES...]}
+BURSTD=${2:?usage: apps_test.sh BURSTCTL BURSTD [CASES...]}
+shift 2
+CASES=("$@")
+
+netns_require_root "network namespaces, veth, XDP"
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
+netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong
+netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
+[[ -d /sys/class/infiniband ]] &&
+  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+
+netns_pair burst-apps
+REPORT=${BURST_APPS_REPORT:-$TMP/report.txt}
+: >"$REPORT"
+CMD_ENV=()
+if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
+  CMD_ENV=(env "LD_PRELOAD=$BURST_TEST_PRELOAD" "ASAN_OPTIONS=detect_leaks=0")
+fi
+
+ip link add a0 netns "$NA" type veth peer name b0 netns "$NB" || fail "cannot create veth pair"
+inA ip link set lo up
+inB ip link set lo up
+inA ip addr add 10.45.0.1/24 dev a0
+inB ip addr add 10.45.0.2/24 dev b0
+inA ip link set a0 up
+inB ip link set b0 up
+# One RX queue pair per side is plenty; veth needs GRO off? no: XDP attaches natively.
+for _ in $(seq 50); do
+  inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
+  sleep 0.1
+done
+inA ping -c1 -W2 10.45.0.2 >/dev/null || fail "no IP connectivity over the veth"
+
+start_burstd() {  # NS DEV SOCK LOG
+  nsenter --net=/run/netns/"$1" "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
+    --socket "$3" >"$4" 2>&1 &
+  BG_PIDS+=($!)
+  local i
+  for ((i = 0; i < 100; i++)); do
+    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  cat "$4"
+  fail "burstd in $1 did not come up"
+}
+start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log"
+start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log"
+
+runA() { nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$@"; }
+runB() { nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev b0 --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$@"; }
+
+FAILED=()
+want() {  # is this case selected?
+  [[ ${#CASES[@]} -eq 0 ]] && return 0
+  local c
+  for c in "${CASES[@]}"; do [[ $c == "$1" ]] && return 0; done
+  return 1
+}
+
+# pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
+# client in B against 10.45.0.1; both must exit 0.
+pair() {
+  local name=$1
+  T=$2
+  shift 2
+  want "$name" || return 0
+  local sargs=() cargs=()
+  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
+  shift
+  cargs=("$@")
+  log "$name: ${sargs[*]}"
+  local so="$TMP/$name.server" co="$TMP/$name.client"
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$so" 2>&1 &
+  local spid=$!
+  BG_PIDS+=("$spid")
+  sleep 0.5
+  local crc=1
+  for _ in 1 2 3 4 5; do  # the server may still be setting up its TCP listener
+    runB "${cargs[@]}" 10.45.0.1 >"$co" 2>&1
+    crc=$?
+    grep -q -E "Couldn't connect|Connection refused|Unable to init the socket connection" "$co" ||
+      break
+    sleep 0.5
+  done
+  wait "$spid"
+  local src=$?
+  if [[ $src -ne 0 || $crc -ne 0 ]]; then
+    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
+    FAILED+=("$name")
+    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
+    return 1
+  fi
+  {
+    echo "== $name (server ${sargs[*]})"
+    grep -E "bytes in|usec/iter|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$co" | head -40
+  } >>"$REPORT"
+  return 0
+}
+
+if want devices; then
+  log "ibv_devices / ibv_devinfo -v"
+  T=30
+  runA ibv_devices >"$TMP/devices" 2>&1 || { cat "$TMP/devices"; FAILED+=(devices); }
+  grep -q burst0 "$TMP/devices" || { cat "$TMP/devices"; FAILED+=(devices-list); }
+  runA ibv_devinfo -v >"$TMP/devinfo" 2>&1 || { cat "$TMP/devinfo"; FAILED+=(devinfo); }
+  grep -q PORT_ACTIVE "$TMP/devinfo" || FAILED+=(devinfo-active)
+fi
+
+G=(-d burst0 -g 1)
+pair rc_pingpong 60 ibv_rc_pingpong "${G[@]}" -n 200 -- ibv_rc_pingpong "${G[@]}" -n 200
+pair rc_pingpong_events 60 ibv_rc_pingpong "${G[@]}" -n 200 -e -- ibv_rc_pingpong "${G[@]}" -n 200 -e
+pair rc_pingpong_chk 60 ibv_rc_pingpong "${G[@]}" -n 200 -c -- ibv_rc_pingpong "${G[@]}" -n 200 -c
+pair ud_pingpong 60 ibv_ud_pingpong "${G[@]}" -n 200 -- ibv_ud_pingpong "${G[@]}" -n 200
+P=(-d burst0 -x 1 -F --report_gbits)
+pair write_bw 120 ib_write_bw "${P[@]}" -s 65536 -n 500 -- ib_write_bw "${P[@]}" -s 65536 -n 500
+pair write_bw_1m 120 ib_write_bw "${P[@]}" -s 1048576 -n 50 -- ib_write_bw "${P[@]}" -s 1048576 -n 50
+pair write_bw_q8 120 ib_write_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_write_bw "${P[@]}" -s 65536 -n 200 -q 8
+pair write_bw_sweep 300 ib_write_bw "${P[@]}" -a -n 50 -- ib_write_bw "${P[@]}" -a -n 50
+pair read_bw 120 ib_read_bw "${P[@]}" -s 65536 -n 500 -- ib_read_bw "${P[@]}" -s 65536 -n 500
+pair read_bw_sweep 300 ib_read_bw "${P[@]}" -a -n 50 -- ib_read_bw "${P[@]}" -a -n 50
+pair send_bw 120 ib_send_bw "${P[@]}" -s 65536 -n 500 -- ib_send_bw "${P[@]}" -s 65536 -n 500
+pair send_bw_sweep 300 ib_send_bw "${P[@]}" -a -n 50 -- ib_send_bw "${P[@]}" -a -n 50
+pair atomic_bw 120 ib_atomic_bw "${P[@]}" -n 500 -- ib_atomic_bw "${P[@]}" -n 500
+pair atomic_bw_q8 120 ib_atomic_bw "${P[@]}" -n 200 -q 8 -- ib_atomic_bw "${P[@]}" -n 200 -q 8
+pair write_lat 120 ib_write_lat "${P[@]}" -s 8 -n 500 -- ib_write_lat "${P[@]}" -s 8 -n 500
+pair read_lat 120 ib_read_lat "${P[@]}" -s 8 -n 500 -- ib_read_lat "${P[@]}" -s 8 -n 500
+pair send_lat 120 ib_send_lat "${P[@]}" -s 8 -n 500 -- ib_send_lat "${P[@]}" -s 8 -n 500
+
+echo "=== figures"
+cat "$REPORT"
+for ns in A B; do
+  if grep -qiE "error|assert" "$TMP/burstd-${ns,,}.log"; then
+    echo "--- burstd $ns log (errors):"; grep -iE "error|assert" "$TMP/burstd-${ns,,}.log" | head -20
+  fi
+done
+if [[ ${#FAILED[@]} -ne 0 ]]; then
+  echo "--- burstd A log:"; tail -30 "$TMP/burstd-a.log"
+  echo "--- burstd B log:"; tail -30 "$TMP/burstd-b.log"
+  fail "failed: ${FAILED[*]}"
+fi
+echo "PASS"
