@@ -159,7 +159,10 @@ void free_context(ibv_context* ibctx) {
   stop_watcher(ctx);
   // burstd releases whatever the application did not destroy.
   ctl_close(&ctx->ctl);
-  for (uint32_t w = 0; w < ctx->workers; ++w) unmap_region(&ctx->doorbells[w].map);
+  for (uint32_t w = 0; w < ctx->workers; ++w) {
+    unmap_region(&ctx->doorbells[w].map);
+    if (ctx->doorbells[w].ready) close(ctx->doorbells[w].wake_fd);
+  }
   free(ctx->doorbells);
   pthread_mutex_destroy(&ctx->mu);
   pthread_mutex_destroy(&ctx->ctl.mu);

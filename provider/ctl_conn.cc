@@ -33,7 +33,8 @@ int broken(CtlConn* c, int err, const char* what) {
 }
 
 // One message of at most cap bytes; the deadline is absolute (now_ms()). A
-// descriptor that came with it goes to *fd (when fd is not null; else closed).
+// descriptors that came with it go to fd[0..1] (when fd is not null; extra
+// ones are closed).
 int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline, int* fd) {
   for (;;) {
     const int64_t left = deadline - now_ms();
@@ -60,8 +61,10 @@ int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline, in
         for (size_t k = 0; k < nfds; ++k) {
           int got;
           memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-          if (fd != nullptr && *fd < 0) {
-            *fd = got;
+          if (fd != nullptr && fd[0] < 0) {
+            fd[0] = got;
+          } else if (fd != nullptr && fd[1] < 0) {
+            fd[1] = got;
           } else {
             close(got);
           }
@@ -206,13 +209,33 @@ int ctl_call(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, siz
 
 int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
                 int send_fd, int* recv_fd) {
-  if (recv_fd != nullptr) *recv_fd = -1;
+  int fds[2] = {-1, -1};
   pthread_mutex_lock(&c->mu);
-  int e = call_locked(c, op, req, req_len, resp, resp_len, send_fd, recv_fd);
+  int e = call_locked(c, op, req, req_len, resp, resp_len, send_fd, fds);
   pthread_mutex_unlock(&c->mu);
-  if (e != 0 && recv_fd != nullptr && *recv_fd >= 0) {
-    close(*recv_fd);
-    *recv_fd = -1;
+  if (e != 0 || recv_fd == nullptr) {
+    for (int fd : fds) {
+      if (fd >= 0) close(fd);
+    }
+    if (recv_fd != nullptr) recv_fd[0] = -1;
+    return e;
+  }
+  recv_fd[0] = fds[0];
+  if (fds[1] >= 0) close(fds[1]);
+  return 0;
+}
+
+int ctl_call_fd2(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+                 int* recv_fds) {
+  recv_fds[0] = recv_fds[1] = -1;
+  pthread_mutex_lock(&c->mu);
+  int e = call_locked(c, op, req, req_len, resp, resp_len, -1, recv_fds);
+  pthread_mutex_unlock(&c->mu);
+  if (e != 0) {
+    for (int i = 0; i < 2; ++i) {
+      if (recv_fds[i] >= 0) close(recv_fds[i]);
+      recv_fds[i] = -1;
+    }
   }
   return e;
 }

@@ -59,6 +59,10 @@ inline bool ctl_conn_lost(const CtlConn* c) {
 int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
                 int send_fd, int* recv_fd);
 
+// The same for a response with two descriptors (MAP_DOORBELL): recv_fds[0..1].
+int ctl_call_fd2(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+                 int* recv_fds);
+
 void ctl_close(CtlConn* c);
 
 }  // namespace burst::provider

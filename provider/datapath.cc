@@ -9,11 +9,13 @@
 // channels and failing posts and polls.
 #include <dlfcn.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +26,7 @@ namespace burst::provider {
 namespace {
 
 constexpr uint32_t kIbvEventDeviceFatal = 8;  // IBV_EVENT_DEVICE_FATAL
+constexpr uint32_t kEmptyPollsBeforeYield = 64;
 
 bool context_dead(const Context* ctx) { return __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE); }
 
@@ -229,7 +232,13 @@ void ring_doorbell(const Qp* qp, burst_shm_db_kind kind, uint32_t index) {
   rec.value = static_cast<uint16_t>(index);
   // Full or busy: burstd sweeps every ring each millisecond, the work is seen anyway.
   for (int i = 0; i < 2; ++i) {
-    if (qp->db->Post(rec) != shm::PostResult::kStale) return;
+    if (qp->db->producer.Post(rec) != shm::PostResult::kStale) break;
+  }
+  // Pairs with the worker's fence between setting need_wakeup and reading head.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (__atomic_load_n(&qp->db->hdr->need_wakeup, __ATOMIC_RELAXED) != 0) {
+    const uint64_t one = 1;
+    (void)!write(qp->db->wake_fd, &one, sizeof(one));
   }
 }
 
@@ -266,7 +275,7 @@ void unmap_region(Mapping* m) {
   m->size = 0;
 }
 
-const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker) {
+const Doorbell* doorbell_for(Context* ctx, uint32_t worker) {
   if (worker >= ctx->workers) {
     errno = EPROTO;
     return nullptr;
@@ -277,10 +286,16 @@ const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker) {
     burst_ctl_map_doorbell_req req{};
     req.worker = worker;
     burst_ctl_map_doorbell_resp resp{};
-    int fd = -1;
-    int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_MAP_DOORBELL, &req, sizeof(req), &resp,
-                        sizeof(resp), -1, &fd);
-    if (e == 0) e = map_region(fd, resp.region_size, BURST_SHM_REGION_DOORBELL, &d.map);
+    int fds[2] = {-1, -1};
+    int e = ctl_call_fd2(&ctx->ctl, BURST_CTL_OP_MAP_DOORBELL, &req, sizeof(req), &resp,
+                         sizeof(resp), fds);
+    if (e == 0 && fds[1] < 0) e = EPROTO;
+    if (e == 0) {
+      e = map_region(fds[0], resp.region_size, BURST_SHM_REGION_DOORBELL, &d.map);
+    } else if (fds[0] >= 0) {
+      close(fds[0]);
+    }
+    if (e != 0 && fds[1] >= 0) close(fds[1]);
     if (e == 0) {
       const auto* r = reinterpret_cast<const burst_shm_region*>(d.map.base);
       const uint64_t off = r->part_offset[0];
@@ -289,9 +304,12 @@ const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker) {
           h->log2_slots > BURST_SHM_MAX_LOG2_SLOTS ||
           off + shm::DoorbellBytes(h->log2_slots) > d.map.size) {
         unmap_region(&d.map);
+        close(fds[1]);
         e = EPROTO;
       } else {
         d.producer = shm::DoorbellProducer(h, h->log2_slots);
+        d.hdr = h;
+        d.wake_fd = fds[1];
         d.ready = true;
       }
     }
@@ -302,7 +320,7 @@ const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker) {
     }
   }
   pthread_mutex_unlock(&ctx->mu);
-  return &d.producer;
+  return &d;
 }
 
 int start_watcher(Context* ctx) {
@@ -340,8 +358,20 @@ int poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
   }
   cq->ring.Release(n);
   pthread_spin_unlock(&cq->lock);
-  if (n == 0 && (context_dead(to_context(ibcq->context)) || ring_failed(cq->hdr))) {
-    return -EIO;  // burstd is gone (or stopped using this CQ): nothing will ever arrive
+  if (n == 0) {
+    if (context_dead(to_context(ibcq->context)) || ring_failed(cq->hdr)) {
+      return -EIO;  // burstd is gone (or stopped using this CQ): nothing will ever arrive
+    }
+    // An application spinning on an empty CQ would otherwise keep the burstd
+    // worker that produces its completions off a CPU when cores are scarce:
+    // after a run of empty polls, give the CPU away once (no system call
+    // while completions keep coming).
+    if (++cq->empty_polls >= kEmptyPollsBeforeYield) {
+      cq->empty_polls = 0;
+      sched_yield();
+    }
+  } else {
+    cq->empty_polls = 0;
   }
   return static_cast<int>(n);
 }

@@ -36,6 +36,8 @@ struct Mapping {
 struct Doorbell {
   Mapping map;
   shm::DoorbellProducer producer;
+  burst_shm_doorbell* hdr = nullptr;
+  int wake_fd = -1;  // the worker's eventfd: written when it sleeps (need_wakeup)
   bool ready = false;
 };
 
@@ -82,6 +84,7 @@ struct Cq {
   Cq* next_channel;  // Context::channel_cqs list
   // ibv_cq_ex polling state (start_poll / next_poll / read_*): under lock.
   burst_shm_cqe cur;
+  uint32_t empty_polls;  // consecutive empty ibv_poll_cq calls (racy by design: a hint)
 };
 struct QpEx;  // qp_ex.cc: the ibv_qp_ex work-request builder state
 struct Qp {
@@ -96,7 +99,7 @@ struct Qp {
   burst_shm_ring* rq_hdr;    // nullptr with an SRQ
   pthread_spinlock_t sq_lock, rq_lock;
   uint32_t max_send_sge, max_recv_sge, max_inline;
-  const shm::DoorbellProducer* db;
+  const Doorbell* db;
 };
 struct Mr {
   verbs_mr vmr;  // must be first (ibv_dereg_mr reads verbs_mr)
@@ -135,7 +138,7 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data)
 // datapath.cc: regions and doorbells.
 int map_region(int fd, uint64_t size, burst_shm_region_kind kind, Mapping* out);  // closes fd
 void unmap_region(Mapping* m);
-const shm::DoorbellProducer* doorbell_for(Context* ctx, uint32_t worker);  // nullptr + errno
+const Doorbell* doorbell_for(Context* ctx, uint32_t worker);  // nullptr + errno
 int start_watcher(Context* ctx);
 int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size);  // takes fd
 void detach_cq_ring(Context* ctx, Cq* cq);

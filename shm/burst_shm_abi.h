@@ -330,7 +330,14 @@ struct burst_shm_doorbell {
   uint32_t worker;             /* index of the burstd worker that consumes it */
   uint64_t slots_offset;       /* from the start of this header, multiple of 64 */
   uint64_t reclaim_timeout_ns; /* informative: burstd reclaims reservations older than this */
-  uint8_t reserved1[32];
+  /* Written by burstd (rarely: when its worker goes to sleep and wakes up),
+   * read by producers after every post: when non-zero, the producer writes 1
+   * to the worker's wake-up eventfd (sent with MAP_DOORBELL). Both sides put a
+   * sequentially consistent fence between their store (record / flag) and
+   * their load (flag / head), so a record is never left behind a sleeping
+   * worker. The only system call on the posting path, and only when idle. */
+  uint32_t need_wakeup;
+  uint8_t reserved1[28];
   /* Line 1: written (CAS) and read by every producer, read by burstd. A hint. */
   uint64_t head;
   uint8_t reserved2[56];
@@ -430,6 +437,7 @@ BURST_SHM_CHECK(burst_shm_doorbell, num_slots, 8);
 BURST_SHM_CHECK(burst_shm_doorbell, worker, 12);
 BURST_SHM_CHECK(burst_shm_doorbell, slots_offset, 16);
 BURST_SHM_CHECK(burst_shm_doorbell, reclaim_timeout_ns, 24);
+BURST_SHM_CHECK(burst_shm_doorbell, need_wakeup, 32);
 BURST_SHM_CHECK(burst_shm_doorbell, head, 64);
 BURST_SHM_CHECK(burst_shm_doorbell, tail, 128);
 BURST_SHM_CHECK(burst_shm_doorbell, reclaimed, 136);

@@ -305,13 +305,14 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
     case BURST_CTL_OP_MAP_DOORBELL: {
       const auto req = read_as<burst_ctl_map_doorbell_req>(msg);
       burst_ctl_map_doorbell_resp body{};
-      int fd = -1;
-      err = res_.map_doorbell(s.id, req.worker, &body, &fd);
+      int fd = -1, wake = -1;
+      err = res_.map_doorbell(s.id, req.worker, &body, &fd, &wake);
       if (err == 0) {
         auto* r = start_response<burst_ctl_map_doorbell_resp>(out, h, sizeof(body));
         body.hdr = r->hdr;
         *r = body;
         out_fds->push_back(fd);
+        out_fds->push_back(wake);
       }
       what = "worker " + std::to_string(req.worker);
       break;

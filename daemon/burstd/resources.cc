@@ -618,7 +618,7 @@ int Resources::dereg_mr(uint32_t client, uint32_t handle) {
 }
 
 int Resources::map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
-                            int* region_fd) {
+                            int* region_fd, int* wake_fd) {
   if (find(client) == nullptr) return ENOENT;
   if (worker >= device_.workers()) return EINVAL;
   shm::ShmRegion* r = doorbell(worker);
@@ -626,7 +626,8 @@ int Resources::map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_door
   resp->worker = worker;
   resp->region_size = r->size();
   *region_fd = r->fd();
-  return 0;
+  *wake_fd = device_.worker(worker).wake_fd();
+  return *wake_fd >= 0 ? 0 : ENOMEM;
 }
 
 int Resources::create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle) {

@@ -64,8 +64,9 @@ class Resources {
   int destroy_qp(uint32_t client, uint32_t handle);
   int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
+  // *region_fd and *wake_fd stay owned by burstd.
   int map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
-                   int* region_fd);
+                   int* region_fd, int* wake_fd);
   int create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle);
   int destroy_ah(uint32_t client, uint32_t handle);
   int set_async_fd(uint32_t client, int fd);  // adopts fd

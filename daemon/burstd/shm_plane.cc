@@ -169,6 +169,28 @@ void ShmPlane::set_doorbell(shm::ShmRegion* region, uint32_t log2_slots, uint64_
   auto* hdr = reinterpret_cast<burst_shm_doorbell*>(
       region->data() + reinterpret_cast<const burst_shm_region*>(region->data())->part_offset[0]);
   doorbell_ = std::make_unique<shm::DoorbellConsumer>(hdr, log2_slots, reclaim_ns);
+  doorbell_hdr_ = hdr;
+}
+
+bool ShmPlane::prepare_sleep() {
+  if (doorbell_hdr_ == nullptr) return true;
+  std::atomic_ref<uint32_t> flag(doorbell_hdr_->need_wakeup);
+  flag.store(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // head is advanced by producers when they reserve: anything past our tail is
+  // a record (or a reservation) to look at before sleeping.
+  const uint64_t head = std::atomic_ref<uint64_t>(doorbell_hdr_->head).load(std::memory_order_relaxed);
+  if (head != doorbell_->tail()) {
+    flag.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void ShmPlane::end_sleep() {
+  if (doorbell_hdr_ != nullptr) {
+    std::atomic_ref<uint32_t>(doorbell_hdr_->need_wakeup).store(0, std::memory_order_relaxed);
+  }
 }
 
 void ShmPlane::bind_qp(const ShmQpBinding& b) {

@@ -169,6 +169,11 @@ class ShmPlane {
   // Engine CQ shards -> CQ rings. True if any completion moved.
   bool deliver(core::Engine& engine);
 
+  // The worker is about to sleep: asks producers to kick its eventfd. False
+  // (flag cleared again) when a doorbell record is already on its way.
+  bool prepare_sleep();
+  void end_sleep();
+
   const PlaneCounters& counters() const { return counters_; }
   const shm::DoorbellStats* doorbell_stats() const {
     return doorbell_ ? &doorbell_->stats() : nullptr;
@@ -186,6 +191,7 @@ class ShmPlane {
                burst_shm_ring_error reason);
 
   std::unique_ptr<shm::DoorbellConsumer> doorbell_;
+  burst_shm_doorbell* doorbell_hdr_ = nullptr;
   const AhTable* ahs_ = nullptr;
   std::unordered_map<uint32_t, QpState> qps_;
   std::vector<std::pair<uint32_t, ShmCq*>> cqs_;  // (Engine CQ shard, ring)

@@ -1,11 +1,15 @@
 #include "daemon/burstd/worker.h"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <iterator>
 
 namespace burst::burstd {
 namespace {
@@ -63,6 +67,7 @@ std::shared_ptr<Command> CommandQueue::pop() {
 
 WorkerBase::~WorkerBase() {
   // BackendWorker's destructor stopped the thread before its members went away.
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 void WorkerBase::start() {
@@ -106,6 +111,9 @@ bool WorkerBase::drain_commands() {
   return true;
 }
 
+WorkerBase::WorkerBase(uint32_t index, const WorkerOptions& options)
+    : index_(index), options_(options), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
 void WorkerBase::back_off(bool worked) {
   if (worked) {
     idle_loops_ = 0;
@@ -120,8 +128,21 @@ void WorkerBase::back_off(bool worked) {
   }
   sleep_us_ = sleep_us_ == 0 ? kFirstSleepUs : std::min(sleep_us_ * 2, options_.idle_sleep_max_us);
   sleep_us_ = std::min(sleep_us_, options_.idle_sleep_max_us);
+  // Sleep until the timeout (timers), a frame on an RX socket, or an
+  // application's kick (its post found need_wakeup set).
+  if (!plane_.prepare_sleep()) return;
+  pollfd pfds[1 + 16];
+  nfds_t n = 0;
+  if (wake_fd_ >= 0) pfds[n++] = pollfd{wake_fd_, POLLIN, 0};
+  for (int fd : sleep_fds_) {
+    if (n < std::size(pfds)) pfds[n++] = pollfd{fd, POLLIN, 0};
+  }
   timespec ts{0, long(sleep_us_) * 1000};
-  nanosleep(&ts, nullptr);
+  if (ppoll(pfds, n, &ts, nullptr) > 0 && wake_fd_ >= 0 && (pfds[0].revents & POLLIN)) {
+    uint64_t v;
+    (void)!read(wake_fd_, &v, sizeof(v));
+  }
+  plane_.end_sleep();
   ++idle_sleeps_;
 }
 

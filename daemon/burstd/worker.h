@@ -88,7 +88,7 @@ struct WorkerOptions {
 
 class WorkerBase {
  public:
-  WorkerBase(uint32_t index, const WorkerOptions& options) : index_(index), options_(options) {}
+  WorkerBase(uint32_t index, const WorkerOptions& options);
   virtual ~WorkerBase();
   WorkerBase(const WorkerBase&) = delete;
   WorkerBase& operator=(const WorkerBase&) = delete;
@@ -109,11 +109,17 @@ class WorkerBase {
   virtual void stats(WorkerStats* out) = 0;
   // The shared-memory data path of this worker (bind/unbind inside run()).
   ShmPlane& plane() { return plane_; }
+  // Applications write 1 here to wake the worker when it sleeps (see
+  // burst_shm_doorbell.need_wakeup); -1 if the eventfd could not be created.
+  int wake_fd() const { return wake_fd_; }
 
  protected:
   virtual void thread_main() = 0;
   bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
   ShmPlane plane_;  // worker thread (and commands)
+  // Descriptors that end an idle sleep besides wake_fd (the backend's RX
+  // sockets); set before start().
+  std::vector<int> sleep_fds_;
   bool drain_commands();              // worker thread; true when it ran any
   void back_off(bool worked);         // worker thread
   void base_stats(WorkerStats* out);  // worker thread
@@ -121,6 +127,7 @@ class WorkerBase {
  private:
   const uint32_t index_;
   const WorkerOptions options_;
+  int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};  // written by the control thread, read by the worker
   CommandQueue commands_;
@@ -147,7 +154,13 @@ class BackendWorker final : public WorkerBase {
         port_(std::move(port)),
         engine_(config, mrs, copier_),
         worker_(engine_, *port_, handoff, index),
-        hook_(std::move(hook)) {}
+        hook_(std::move(hook)) {
+    if constexpr (requires(B& b) { b.queue(0).fd(); }) {
+      for (size_t i = 0; i < port_->size(); ++i) {
+        if (port_->queue(i).fd() >= 0) sleep_fds_.push_back(port_->queue(i).fd());
+      }
+    }
+  }
   ~BackendWorker() override { stop(); }
 
   core::Engine& engine() override { return engine_; }

@@ -48,7 +48,7 @@
  * port's own MAC for the loopback backend).
  *
  * File descriptors travel as SCM_RIGHTS ancillary data of the message they
- * belong to (at most one per message, see each op): burstd sends the memfd of
+ * belong to (at most two per message, see each op): burstd sends the memfd of
  * a CQ, QP or doorbell region with the response that describes it; a client
  * sends a CQ's completion-channel socket with CREATE_CQ and its async-event
  * pipe with SET_ASYNC_FD. A request that carries an fd it should not, or lacks
@@ -465,7 +465,9 @@ struct burst_ctl_map_doorbell_req {
   uint32_t reserved;
 };
 
-/* The response carries the doorbell region's memfd (kind DOORBELL). */
+/* The response carries two descriptors: the doorbell region's memfd (kind
+ * DOORBELL), then the worker's wake-up eventfd (see need_wakeup in
+ * burst_shm_abi.h). */
 struct burst_ctl_map_doorbell_resp {
   struct burst_ctl_hdr hdr;
   uint32_t worker;

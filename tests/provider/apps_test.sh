@@ -48,7 +48,7 @@ done
 inA ping -c1 -W2 10.45.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 start_burstd() {  # NS DEV SOCK LOG
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
+  nsenter --net=/run/netns/"$1" ${BURSTD_WRAP:-} "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
     --socket "$3" >"$4" 2>&1 &
   BG_PIDS+=($!)
   local i

@@ -16,11 +16,13 @@
 #   - the completion-channel probe pass: burstctl preloads libburst-shim.so
 #     ahead of the caller's LD_PRELOAD, ibv_create_comp_channel /
 #     ibv_get_cq_event / ibv_destroy_comp_channel work through it;
+#   - the ibv_qp_ex probe pass: one ibv_wr_* batch (RDMA WRITE, inline SEND,
+#     RDMA READ) on an RC QP connected to itself, data and completions checked;
 #   - the control-path probe: PD, CQ, RC QP INIT -> RTR -> RTS towards itself,
 #     query_qp, listed by `burstctl qps --json` (RTS, PSNs, pid), all destroyed;
 #     killed with SIGKILL while it holds the QP: burstd releases it;
 # and burstctl itself remove its private tree and pass on the exit status.
-# Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT [CHANNEL_PROBE]
+# Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT [CHANNEL_PROBE [QP_EX_PROBE]]
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
 
@@ -30,6 +32,7 @@ BURSTD=${3:?}
 CTL_PROBE=${4:?}
 CLIENT=${5:?}
 CHANNEL_PROBE=${6:-}
+QP_EX_PROBE=${7:-}
 
 skip() { echo "SKIP: $*"; exit 77; }
 fail() {
@@ -52,7 +55,7 @@ ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (
   skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
 [[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
 [[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
-for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done
+for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"} ${QP_EX_PROBE:+"$QP_EX_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done
 
 NS=burst-provider-$$
 TMP=$(mktemp -d /tmp/burst-provider-test.XXXXXX)
@@ -255,6 +258,15 @@ if [[ -n $CHANNEL_PROBE ]]; then
   rc=$?
   cat "$TMP/chanprobe2"
   [[ $rc -eq 0 ]] || fail "completion-channel probe without the shim failed ($rc)"
+fi
+
+if [[ -n $QP_EX_PROBE ]]; then
+  log "ibv_qp_ex: one ibv_wr_* batch through the data path"
+  brun "$QP_EX_PROBE" >"$TMP/qpexprobe" 2>&1
+  rc=$?
+  cat "$TMP/qpexprobe"
+  [[ $rc -eq 0 ]] || fail "ibv_qp_ex probe failed ($rc)"
+  check "ibv_qp_ex probe" "$TMP/qpexprobe" '^PASS$'
 fi
 
 log "burstctl: private tree removed, --root kept, exit status passed on"
