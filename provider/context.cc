@@ -9,6 +9,7 @@
 // return EOPNOTSUPP.
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -341,6 +342,13 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   }
   ctx->vctx.context.num_comp_vectors = 1;
 
+#if defined(BURST_TESTING) && BURST_TESTING
+  // Test hook (never in release packages): die between reserving a doorbell
+  // slot and committing it, as a crashing application would.
+  if (getenv("BURST_TEST_DIE_IN_DOORBELL") != nullptr) {
+    shm::test_hooks::after_doorbell_reserve.store(+[](uint64_t) { raise(SIGKILL); });
+  }
+#endif
   verbs_set_ops(&ctx->vctx, &kContextOps);
   debug_log("burst: context opened on %s (burstd %s, client %u)", device->name, path,
             ctx->client_id);
