@@ -35,9 +35,11 @@ void Engine::handle_copy_failures() {
   const auto qp_side = [](uint64_t tag) { return tag >> 40 << 1 | ((tag & 7) == kTagReq); };
   const auto earlier = [](uint64_t a, uint64_t b) {
     if ((a & 7) == kTagReq) {
-      return static_cast<int32_t>(static_cast<uint32_t>(a >> 3) - static_cast<uint32_t>(b >> 3)) < 0;
+      return static_cast<int32_t>(static_cast<uint32_t>(a >> 3) - static_cast<uint32_t>(b >> 3)) <
+             0;
     }
-    return wire::psn_before(Psn(static_cast<uint32_t>(a >> 16)), Psn(static_cast<uint32_t>(b >> 16)));
+    return wire::psn_before(Psn(static_cast<uint32_t>(a >> 16)),
+                            Psn(static_cast<uint32_t>(b >> 16)));
   };
   failed_first_.clear();
   for (const uint64_t tag : failed_copies_) {
@@ -108,7 +110,7 @@ void Engine::resp_copy_failed(Qp& qp, Psn psn, uint32_t rq_low, CopyTag kind) {
   // The message the copy was for is still in progress: its RWQE fails now.
   if (kind == kTagRespRwqe && first == qp.rq.tail && r.rwqe_held && qp.state != QpState::kErr) {
     complete_rwqe(qp, WcStatus::kLocProtErr,
-                  r.msg == RespState::kWrite ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, 0, 0,
+                  r.msg >= RespState::kWrite ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, 0, 0,
                   0);
   }
   if (qp.type != QpType::kRc) {

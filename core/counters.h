@@ -71,9 +71,11 @@ struct EngineCounters {
   // MRs in another process's memory (core/mem_space.h) whose bytes could not be
   // reached (process gone, range unmapped or protected, short transfer). Each
   // one errors the operation that needed it (see engine.h).
-  uint64_t mem_space_write_errors = 0;   // placement copies (receive, READ response data, atomic result)
-  uint64_t mem_space_read_errors = 0;    // transmit gathers and READ response reads
-  uint64_t mem_space_atomic_errors = 0;  // responder atomics
+  // Placement copies (receive, READ response data, atomic result); transmit
+  // gathers and READ response reads; responder atomics.
+  uint64_t mem_space_write_errors = 0;
+  uint64_t mem_space_read_errors = 0;
+  uint64_t mem_space_atomic_errors = 0;
 };
 
 }  // namespace burst::core

@@ -63,7 +63,9 @@ bool is_atomic(WrOpcode op) {
 Engine::Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier)
     : config_(config), mrs_(mrs), copier_(copier) {
   copier_.bind_spaces(&mrs_.spaces());
+  static_assert(kPendingCqes < (1u << kTagRqBits), "copy tags: RQ index bits");
   if (config_.max_qps == 0) config_.max_qps = 1;
+  if (config_.max_qps > (1u << 24) - 2) config_.max_qps = (1u << 24) - 2;  // QPNs (and copy tags)
   if (config_.first_qpn < 2) config_.first_qpn = 2;
   if (config_.qpn_stride == 0) config_.qpn_stride = 1;
   if (config_.qpn_offset >= config_.qpn_stride) config_.qpn_offset %= config_.qpn_stride;
@@ -340,7 +342,9 @@ void Engine::flush_cqes() {
   // (built after rx_burst returns) must not go out before its data is placed,
   // and the frames it copies from are released when rx_burst returns.
   copier_.drain();
-  if (!copier_.failed_tags().empty()) [[unlikely]] handle_copy_failures();
+  if (!copier_.failed_tags().empty()) [[unlikely]] {
+    handle_copy_failures();
+  }
   if (pending_.empty()) return;
   flushing_ = true;
   for (size_t i = 0; i < pending_.size(); ++i) {

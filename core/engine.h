@@ -98,7 +98,9 @@ class Engine {
   // kInvalid for a bad WR, kNoMemory when the SQ/RQ is full, kState in RESET/INIT
   // (and RTR for sends). In ERR (and SQE for sends) the WR completes with
   // kWrFlushErr. Inline data (kSendInline) is read from the SGE addresses as
-  // host pointers at post time, the lkeys are ignored (libibverbs semantics).
+  // host pointers at post time, the lkeys are ignored (libibverbs semantics):
+  // always burst's own memory (burstd copies an application's inline bytes
+  // into its own memory before post_send).
   Status post_send(uint32_t qpn, const SendWr& wr);
   Status post_recv(uint32_t qpn, const RecvWr& wr);
   int poll_cq(uint32_t cq_id, Wc* wc, int max);
@@ -265,8 +267,10 @@ class Engine {
   uint64_t next_timer_ns_ = 0;        // earliest deadline in timer_list_ (0 = none)
   uint16_t ipv4_id_ = 1;
   bool flushing_ = false;  // inside flush_cqes() or handle_copy_failures()
-  std::vector<uint64_t> failed_copies_;  // handle_copy_failures() scratch (error path)
-  std::vector<uint64_t> failed_first_;   // ... the earliest per QP and side
+  // handle_copy_failures() scratch (error path): the failed copies' tags, the
+  // earliest per QP and side.
+  std::vector<uint64_t> failed_copies_;
+  std::vector<uint64_t> failed_first_;
   EngineCounters counters_;
 };
 

@@ -85,7 +85,8 @@ ssize_t MemSpaces::readv(uint32_t space, const iovec* local, const iovec* remote
   if (space == kLocal) {
     size_t total = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (remote[i].iov_len != 0) std::memcpy(local[i].iov_base, remote[i].iov_base, remote[i].iov_len);
+      if (remote[i].iov_len != 0)
+        std::memcpy(local[i].iov_base, remote[i].iov_base, remote[i].iov_len);
       total += remote[i].iov_len;
     }
     return static_cast<ssize_t>(total);
@@ -98,12 +99,12 @@ ssize_t MemSpaces::readv(uint32_t space, const iovec* local, const iovec* remote
   return process_vm_readv(p, local, n, remote, n, 0);
 }
 
-ssize_t MemSpaces::writev(uint32_t space, const iovec* local, const iovec* remote,
-                          size_t n) const {
+ssize_t MemSpaces::writev(uint32_t space, const iovec* local, const iovec* remote, size_t n) const {
   if (space == kLocal) {
     size_t total = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (local[i].iov_len != 0) std::memcpy(remote[i].iov_base, local[i].iov_base, local[i].iov_len);
+      if (local[i].iov_len != 0)
+        std::memcpy(remote[i].iov_base, local[i].iov_base, local[i].iov_len);
       total += local[i].iov_len;
     }
     return static_cast<ssize_t>(total);

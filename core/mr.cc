@@ -65,7 +65,7 @@ Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t 
   free_mrs_.pop_back();
   uint8_t gen = ++generation_[index];
   const uint32_t key = (index << 8) | gen;
-  mrs_[index] = Mr{host_base, iova, length, pd, access, key, space, true, ++next_stamp_};
+  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
   ++pds_[pd].refs;
   ++mr_count_;
   *lkey = key;

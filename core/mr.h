@@ -99,9 +99,10 @@ class MrTable {
     uint32_t pd = 0;
     uint32_t access = 0;
     uint32_t key = 0;    // current key; 0 while the entry is free
-    uint32_t space = MemSpaces::kLocal;  // where `host` points (see the top of this file)
     bool valid = false;  // registered and not invalidated
     uint64_t stamp = 0;  // new value on every reg / dereg / invalidate (see MrRef)
+    // The memory space `host` points into (see the top of this file).
+    uint32_t space = MemSpaces::kLocal;
   };
   struct Pd {
     bool in_use = false;

@@ -115,7 +115,9 @@ struct RdAtomicRes {
 };
 
 struct RespState {
-  enum Msg : uint8_t { kNone = 0, kSend, kWrite };
+  // kWriteSpace: an RDMA WRITE into another memory space (mem_space.h), which
+  // the WRITE MIDDLE fast path (rx_dispatch.cc) leaves to the general path.
+  enum Msg : uint8_t { kNone = 0, kSend, kWrite, kWriteSpace };
   Psn epsn;
   uint32_t msn = 0;
   bool nak_outstanding = false;  // seq/RNR NAK sent: silence until ePSN arrives
@@ -126,10 +128,11 @@ struct RespState {
   uint32_t sge_idx = 0;          // scatter cursor into the held RWQE
   uint32_t sge_off = 0;
   uint8_t* write_host = nullptr;  // where the next byte of the WRITE in progress goes
-  uint32_t write_space = MemSpaces::kLocal;  // ... in this memory space
-  MrRef write_ref;                           // the MR range checked at its first packet
+  MrRef write_ref;                // the MR range checked at its first packet
   uint32_t write_left = 0;        // bytes still to come
   uint32_t write_len = 0;         // DMA length of the WRITE in progress (WRITE_WITH_IMM byte_len)
+  // The memory space write_host points into.
+  uint32_t write_space = MemSpaces::kLocal;
   // Output.
   bool ack_pending = false;
   bool nak_pending = false;  // NAK (seq, RNR or fatal) waiting for transmission

@@ -38,7 +38,7 @@ void Engine::resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status) {
   RespState& r = qp.resp;
   if (r.rwqe_held) {
     complete_rwqe(qp, rwqe_status,
-                  r.msg == RespState::kWrite ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, 0, 0,
+                  r.msg >= RespState::kWrite ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv, 0, 0,
                   0);
   }
   resp_nak(qp, nak(static_cast<NakCode>(nak_code)));
@@ -154,6 +154,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
       seq_ok = info.has(wire::kSend) && !first;
       break;
     case RespState::kWrite:
+    case RespState::kWriteSpace:
       seq_ok = info.has(wire::kWrite) && !first;
       break;
     default:
@@ -263,8 +264,8 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     // The whole message range is checked here, once; later packets only check
     // that the MR did not change (still_valid) and stay inside write_left.
     if (left != 0) {
-      host = mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref,
-                             &space);
+      host =
+          mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref, &space);
       if (host == nullptr) {
         resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
         return;
@@ -295,7 +296,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   r.write_left -= len;
   r.epsn = r.epsn + 1;
   if (!last) {
-    r.msg = RespState::kWrite;
+    r.msg = r.write_space == MemSpaces::kLocal ? RespState::kWrite : RespState::kWriteSpace;
     return;
   }
   r.msg = RespState::kNone;

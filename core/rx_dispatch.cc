@@ -13,7 +13,8 @@ namespace burst::core {
 // packet that is not that case, or that fails any check, returns false with
 // nothing changed and takes the general path, which handles (and counts) it.
 // qp is the QP found for an earlier packet of the burst (QPs are not created
-// or destroyed during rx_burst) or nullptr.
+// or destroyed during rx_burst) or nullptr. A WRITE into another memory space
+// (RespState::kWriteSpace) never takes it: the space costs this path nothing.
 [[gnu::always_inline]] inline bool Engine::rx_write_middle(const wire::PacketView& pv, Qp*& qp) {
   if (pv.opcode != wire::op::kRcRdmaWriteMiddle || pv.ecn == 3) return false;
   const wire::Bth& bth = pv.bth();
@@ -43,12 +44,7 @@ namespace burst::core {
       (qp.attr.qp_access_flags & kAccessRemoteWrite) != 0 && MrTable::still_valid(r.write_ref);
   if (!ok) return false;
   r.nak_outstanding = false;  // the expected PSN arrived
-  if (r.write_space == MemSpaces::kLocal) [[likely]] {
-    copy(r.write_host, pv.payload(), len);
-  } else {
-    copy_to(r.write_space, r.write_host, pv.payload(), len,
-            make_resp_tag(qp, r.epsn, kTagRespWrite));
-  }
+  copy(r.write_host, pv.payload(), len);
   r.write_host += len;
   r.write_left -= len;
   r.epsn = r.epsn + 1;

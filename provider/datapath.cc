@@ -8,6 +8,7 @@
 // turns burstd going away into IBV_EVENT_DEVICE_FATAL, woken completion
 // channels and failing posts and polls.
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
@@ -21,6 +22,7 @@
 #include <cstring>
 
 #include "provider/provider.h"
+#include "provider/shim/burst_shim.h"
 
 namespace burst::provider {
 namespace {
@@ -50,12 +52,14 @@ bool ring_failed(const burst_shm_ring* r) {
   return __atomic_load_n(&r->status, __ATOMIC_ACQUIRE) != BURST_SHM_RING_OK;
 }
 
-using ChannelPeerFn = int (*)(int);
-
-// The completion channel's other end, from the preload shim (burstctl run).
+// The completion channel's other end, from the preload shim (burstctl run),
+// duplicated: the shim's own descriptor goes away with the channel, ours stays
+// valid until the CQ is destroyed.
 int channel_peer(ibv_comp_channel* channel) {
-  auto fn = reinterpret_cast<ChannelPeerFn>(dlsym(RTLD_DEFAULT, "burst_shim_channel_peer"));
-  return fn != nullptr ? fn(channel->fd) : -1;
+  auto fn = reinterpret_cast<burst_shim_channel_peer_fn>(
+      dlsym(RTLD_DEFAULT, BURST_SHIM_CHANNEL_PEER_SYMBOL));
+  const int peer = fn != nullptr ? fn(channel->fd) : -1;
+  return peer >= 0 ? fcntl(peer, F_DUPFD_CLOEXEC, 0) : -1;
 }
 
 void* watcher_main(void* arg) {
@@ -434,6 +438,8 @@ void detach_cq_ring(Context* ctx, Cq* cq) {
   }
   if (cq->map.base != nullptr) pthread_spin_destroy(&cq->lock);
   unmap_region(&cq->map);
+  if (cq->channel_peer >= 0) close(cq->channel_peer);
+  cq->channel_peer = -1;
 }
 
 int cq_channel_peer(ibv_comp_channel* channel) { return channel_peer(channel); }

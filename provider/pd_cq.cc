@@ -4,6 +4,7 @@
 // completion channel, hands burstd the channel's socket (from the preload
 // shim) so that burstd can write completion events into it.
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -28,6 +29,7 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
     // burstd writes completion events into the channel through this socket.
     peer = cq_channel_peer(channel);
     if (peer < 0) {
+      // (errno from the dup, or no shim)
       debug_log("burst: completion channel fd %d is not one of burst's (run the application "
                 "under `burstctl run`, which preloads the shim that creates them)",
                 channel->fd);
@@ -60,6 +62,7 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
     }
   }
   if (e != 0) {
+    if (peer >= 0) close(peer);
     free(cq);
     errno = e;
     return nullptr;

@@ -1,7 +1,8 @@
 // The ibv_qp_ex work-request builder (ibv_wr_start / ibv_wr_<op> /
-// ibv_wr_set_* / ibv_wr_complete), which perftest 4.5 uses by default, built on
-// post_send: the builder collects a batch of ibv_send_wr and wr_complete posts
-// it as one chain.
+// ibv_wr_set_* / ibv_wr_complete), built on post_send: the builder collects a
+// batch of ibv_send_wr and wr_complete posts it as one chain. (perftest 4.5
+// uses this API only on devices it knows, mlx5/EFA/HNS; on burst0 it reports
+// "ibv_wr* API : OFF" and calls ibv_post_send.)
 //
 //   ibv_wr_start(qpx)           takes the builder lock (held until complete or
 //                               abort, as rdma-core providers hold their SQ
@@ -58,9 +59,9 @@ struct QpEx {
   uint32_t max_inline;   // 0: unknown (post_send checks)
 
   // The batch; everything below is under lock.
-  bool open;       // between wr_start and wr_complete/wr_abort
-  bool have_cur;   // the last builder call started a WR that setters may fill
-  int err;         // the first error of this batch, reported by wr_complete
+  bool open;      // between wr_start and wr_complete/wr_abort
+  bool have_cur;  // the last builder call started a WR that setters may fill
+  int err;        // the first error of this batch, reported by wr_complete
   uint32_t n_wr;
   uint32_t n_sge;
   size_t n_inl;

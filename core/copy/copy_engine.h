@@ -13,12 +13,13 @@
 // common case), so that copies into the same space land in submission order;
 // copies into different spaces touch disjoint memory. A copy into another space
 // that fails (process gone, range unmapped, short transfer) is complete but
-// failed: failed() counts it and failed_tags() lists the `tag` it was submitted
-// with, in submission order, until clear_failed_tags(). The tag is opaque here;
+// failed (part of its bytes may have been written): failed() counts it and
+// failed_tags() lists the `tag` it was submitted with (grouped by space, in
+// submission order within a space) until clear_failed_tags(). The tag is opaque here;
 // the transport encodes the QP and the operation in it and turns a failure into
 // an error completion (core/copy_failure.cc). Remote copies need the table of
 // spaces: bind_spaces() (Engine's constructor binds its MrTable's); without it
-// they fail.
+// they fail. (So a CopyEngine serves the engines of one MrTable.)
 //
 // The kind is chosen at construction; the engine branches once per batch, never
 // per copy, and has no virtual call. kCpu executes the queued copies with
@@ -50,7 +51,9 @@ class CopyEngine {
   uint64_t submit(void* dst, const void* src, uint32_t len, uint32_t space = MemSpaces::kLocal,
                   uint64_t tag = 0) {
     if (submitted_ - completed_ > mask_) return 0;  // ring full
-    if (space != MemSpaces::kLocal) [[unlikely]] return submit_space(dst, src, len, space, tag);
+    if (space != MemSpaces::kLocal) [[unlikely]] {
+      return submit_space(dst, src, len, space, tag);
+    }
     ring_[submitted_ & mask_] = Desc{dst, src, len};
     return ++submitted_;
   }

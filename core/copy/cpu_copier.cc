@@ -49,7 +49,9 @@ void CopyEngine::run_cpu() {
     bytes += d.len;
   }
   bytes_ += bytes;
-  if (space_n_ != 0) [[unlikely]] run_spaces();
+  if (space_n_ != 0) [[unlikely]] {
+    run_spaces();
+  }
   completed_ = done;
 }
 

@@ -50,7 +50,8 @@ bool map_shared(pid_t pid, const MapsEntry& m, uint64_t addr, uint64_t len, bool
     // hugetlbfs maps whole huge pages at huge-page-aligned offsets; the
     // application's mapping is aligned the same way.
     uint64_t align = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    if (fs.f_type == HUGETLBFS_MAGIC && st.st_blksize > 0) align = static_cast<uint64_t>(st.st_blksize);
+    if (fs.f_type == HUGETLBFS_MAGIC && st.st_blksize > 0)
+      align = static_cast<uint64_t>(st.st_blksize);
     const uint64_t first = align_down(addr, align);
     const uint64_t last = std::min(align_up(addr + len, align), m.end);
     const uint64_t file_off = m.offset + (first - m.start);
@@ -74,8 +75,7 @@ bool map_shared(pid_t pid, const MapsEntry& m, uint64_t addr, uint64_t len, bool
 
 }  // namespace
 
-core::Status map_app_range(pid_t pid, uint64_t addr, uint64_t len, bool writable,
-                           AppMapping* out) {
+core::Status map_app_range(pid_t pid, uint64_t addr, uint64_t len, bool writable, AppMapping* out) {
   *out = AppMapping{};
   if (len == 0) return core::Status::Ok();
   if (pid <= 0) return core::Errc::kNotFound;

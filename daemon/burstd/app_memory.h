@@ -50,8 +50,7 @@ struct AppMapping {
 // kInvalid (the range wraps or is not entirely mapped), kPermission (part of
 // the range is not readable, or not writable when `writable`). *out is reset
 // first and left kCrossMemory with nothing mapped on error.
-core::Status map_app_range(pid_t pid, uint64_t addr, uint64_t len, bool writable,
-                           AppMapping* out);
+core::Status map_app_range(pid_t pid, uint64_t addr, uint64_t len, bool writable, AppMapping* out);
 // Unmaps what map_app_range mapped (nothing for kCrossMemory) and resets *m.
 void unmap_app_range(AppMapping* m);
 

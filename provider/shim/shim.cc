@@ -148,8 +148,7 @@ bool insert_channel(int channel, int peer) {
     s.channel_ino.store(inode_of(channel), std::memory_order_relaxed);
     s.peer_ino.store(inode_of(peer), std::memory_order_relaxed);
     int used = g_used.load(std::memory_order_relaxed);
-    while (used < i + 1 &&
-           !g_used.compare_exchange_weak(used, i + 1, std::memory_order_release)) {
+    while (used < i + 1 && !g_used.compare_exchange_weak(used, i + 1, std::memory_order_release)) {
     }
     g_live.fetch_add(1, std::memory_order_relaxed);
     s.channel.store(channel + 1, std::memory_order_release);

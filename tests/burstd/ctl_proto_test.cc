@@ -132,7 +132,9 @@ TEST(CtlCodec, ChecksResponses) {
 }
 
 TEST(CtlCodec, NegotiatesVersions) {
-  EXPECT_EQ(ctl::negotiate_version(1, 1), 1);
+  EXPECT_EQ(ctl::negotiate_version(1, 1), 0);  // version 1 (no data path) is no longer spoken
+  EXPECT_EQ(ctl::negotiate_version(BURST_CTL_VERSION_MIN, BURST_CTL_VERSION_MIN),
+            BURST_CTL_VERSION_MIN);
   EXPECT_EQ(ctl::negotiate_version(1, 9), BURST_CTL_VERSION);
   EXPECT_EQ(ctl::negotiate_version(BURST_CTL_VERSION + 1, BURST_CTL_VERSION + 5), 0);
   EXPECT_EQ(ctl::negotiate_version(0, 0), 0);
@@ -507,7 +509,10 @@ TEST_F(DispatchTest, QueriesListWorkersCountersAndQps) {
 TEST_F(DispatchTest, LoopbackCarriesTrafficBetweenWorkers) {
   hello(a_);
   const uint32_t pd = alloc_pd(a_);
-  const uint32_t cq = create_cq(a_);
+  // A CQ without a ring (the control-path overload): the test polls the
+  // Engine CQ shards itself instead of an application's ring.
+  uint32_t cq = 0, cq_entries = 0;
+  ASSERT_EQ(res_->create_cq(a_.id, 128, &cq, &cq_entries), 0);
   burst_ctl_create_qp_resp q1{}, q2{};
   ASSERT_EQ(create_qp(a_, pd, cq, &q1), 0);
   ASSERT_EQ(create_qp(a_, pd, cq, &q2), 0);

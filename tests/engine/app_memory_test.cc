@@ -119,7 +119,8 @@ TEST(AppMemory, HugetlbMemfdIsZeroCopy) {
     return ChildProcess::Values{reinterpret_cast<uint64_t>(p)};
   });
   AppMapping m;
-  const core::Status map_status = map_app_range(child.pid(), child.value(0) + 12345, 100000, true, &m);
+  const core::Status map_status =
+      map_app_range(child.pid(), child.value(0) + 12345, 100000, true, &m);
   ASSERT_TRUE(map_status.ok());
   EXPECT_EQ(m.map_len, 2 * kMiB);  // whole huge pages
   expect_coherent(child, child.value(0) + 12345, m, 100000);

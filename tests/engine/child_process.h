@@ -53,8 +53,8 @@ class ChildProcess {
     ctl_ = ctl[1];
     size_t got = 0;
     while (got < sizeof(values_)) {
-      const ssize_t n = ::read(up[0], reinterpret_cast<char*>(values_.data()) + got,
-                               sizeof(values_) - got);
+      const ssize_t n =
+          ::read(up[0], reinterpret_cast<char*>(values_.data()) + got, sizeof(values_) - got);
       if (n <= 0) break;
       got += static_cast<size_t>(n);
     }

@@ -235,7 +235,8 @@ TEST_P(ChildRcTransfer, EveryByteAndEveryCompletion) {
     pair.poll(0, &wc0);
     pair.poll(1, &wc1);
     return wc0.size() >= c.count && wc1.size() >= want1;
-  })) << "completions: requester " << wc0.size() << ", responder " << wc1.size();
+  })) << "completions: requester "
+      << wc0.size() << ", responder " << wc1.size();
   pair.run_until([] { return false; }, 20'000, 10'000);
   pair.poll(0, &wc0);
   pair.poll(1, &wc1);
@@ -432,9 +433,8 @@ TEST(ChildUd, DatagramsFromAndIntoChildren) {
     EXPECT_EQ(wc1[m].status, WcStatus::kSuccess);
     const std::vector<uint8_t> got =
         dst.get(size_t{static_cast<uint32_t>(m)} * (kSize + 40) + 40, kSize);
-    EXPECT_EQ(std::memcmp(got.data(), data.data() + size_t{static_cast<uint32_t>(m)} * kSize,
-                          kSize),
-              0)
+    EXPECT_EQ(
+        std::memcmp(got.data(), data.data() + size_t{static_cast<uint32_t>(m)} * kSize, kSize), 0)
         << "datagram " << m;
   }
 }
@@ -492,8 +492,8 @@ TEST(ChildKilled, WriteIntoResponderChild) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   KillRun r;
-  run_and_kill(pair, *dst.child(), [&] { return pair.engine(1).counters().rx_packets >= 300; },
-               4, 0, &r);
+  run_and_kill(
+      pair, *dst.child(), [&] { return pair.engine(1).counters().rx_packets >= 300; }, 4, 0, &r);
   ASSERT_EQ(r.wc0.size(), 4u);
   EXPECT_EQ(r.wc0[0].status, WcStatus::kRemAccessErr);
   for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.wc0[i].status, WcStatus::kWrFlushErr) << i;
@@ -527,8 +527,8 @@ TEST(ChildKilled, SendIntoResponderChild) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   KillRun r;
-  run_and_kill(pair, *dst.child(), [&] { return pair.engine(1).counters().rx_packets >= 100; },
-               3, 3, &r);
+  run_and_kill(
+      pair, *dst.child(), [&] { return pair.engine(1).counters().rx_packets >= 100; }, 3, 3, &r);
   EXPECT_GT(pair.engine(1).counters().naks_sent[3], 0u);  // remote operational error
   ASSERT_EQ(r.wc0.size(), 3u);
   ASSERT_EQ(r.wc1.size(), 3u);
@@ -559,8 +559,8 @@ TEST(ChildKilled, ReadIntoRequesterChild) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   KillRun r;
-  run_and_kill(pair, *dst.child(), [&] { return pair.engine(0).counters().rx_packets >= 300; },
-               2, 0, &r);
+  run_and_kill(
+      pair, *dst.child(), [&] { return pair.engine(0).counters().rx_packets >= 300; }, 2, 0, &r);
   ASSERT_EQ(r.wc0.size(), 2u);
   EXPECT_EQ(r.wc0[0].status, WcStatus::kLocProtErr);
   EXPECT_EQ(r.wc0[1].status, WcStatus::kWrFlushErr);
@@ -585,8 +585,8 @@ TEST(ChildKilled, WriteFromRequesterChild) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   KillRun r;
-  run_and_kill(pair, *src.child(), [&] { return pair.engine(1).counters().rx_packets >= 300; },
-               2, 0, &r);
+  run_and_kill(
+      pair, *src.child(), [&] { return pair.engine(1).counters().rx_packets >= 300; }, 2, 0, &r);
   ASSERT_EQ(r.wc0.size(), 2u);
   EXPECT_EQ(r.wc0[0].status, WcStatus::kLocProtErr);
   EXPECT_EQ(r.wc0[1].status, WcStatus::kWrFlushErr);
@@ -614,8 +614,9 @@ TEST(ChildKilled, ReadFromResponderChild) {
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());
   }
   KillRun r;
-  run_and_kill(pair, *src.child(),
-               [&] { return pair.engine(1).counters().read_responses_sent >= 100; }, 2, 0, &r);
+  run_and_kill(
+      pair, *src.child(), [&] { return pair.engine(1).counters().read_responses_sent >= 100; }, 2,
+      0, &r);
   ASSERT_EQ(r.wc0.size(), 2u);
   EXPECT_EQ(r.wc0[0].status, WcStatus::kRemAccessErr);
   EXPECT_EQ(r.wc0[1].status, WcStatus::kWrFlushErr);
@@ -776,7 +777,8 @@ TEST(ChildDead, UdReceive) {
   EXPECT_EQ(wc1[0].status, WcStatus::kLocProtErr);
   EXPECT_EQ(wc1[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(state(pair, 1, qp), core::QpState::kErr);
-  EXPECT_EQ(pair.engine(1).counters().mem_space_write_errors, 3u);  // GRH zeros, IPv4 header, payload
+  EXPECT_EQ(pair.engine(1).counters().mem_space_write_errors,
+            3u);  // GRH zeros, IPv4 header, payload
 }
 
 // Both children die while WRITEs, SENDs and READs run in both directions with
@@ -804,7 +806,9 @@ TEST(ChildKilled, EverythingAtOnceWithLoss) {
     wr.wr_id = i;
     wr.send_flags = core::kSendSignaled;
     wr.num_sge = 1;
-    wr.opcode = i % 3 == 0 ? WrOpcode::kSend : i % 3 == 1 ? WrOpcode::kRdmaWrite : WrOpcode::kRdmaRead;
+    wr.opcode = i % 3 == 0   ? WrOpcode::kSend
+                : i % 3 == 1 ? WrOpcode::kRdmaWrite
+                             : WrOpcode::kRdmaRead;
     wr.sg_list[0] = {a.va(i * kChunk), kChunk, a.lkey()};
     wr.rdma = {b.va(i * kChunk), b.rkey()};
     ASSERT_TRUE(pair.engine(0).post_send(pair.qpn(qp, 0), wr).ok());

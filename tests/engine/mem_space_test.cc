@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/copy/copy_engine.h"
+#include "core/mr.h"
 #include "tests/engine/child_process.h"
 
 namespace burst::test {
@@ -152,7 +153,8 @@ TEST(MemSpaces, ChildMemoryReadWriteAtomicsThenExit) {
   iovec l[3] = {{a, 10}, {b, 20}, {c, 30}};
   iovec r[3] = {{base + 500000, 10}, {base + 600000, 20}, {base + 700000, 30}};
   EXPECT_EQ(s.writev(id, l, r, 3), 60);
-  EXPECT_EQ(child.bytes(reinterpret_cast<uint64_t>(base) + 600000, 20), std::vector<uint8_t>(20, 2));
+  EXPECT_EQ(child.bytes(reinterpret_cast<uint64_t>(base) + 600000, 20),
+            std::vector<uint8_t>(20, 2));
 
   // Atomics.
   const uint64_t w = reinterpret_cast<uint64_t>(base) + 8 * 1000;
@@ -210,6 +212,51 @@ TEST(MemSpaces, ChildAtomicsFromSeveralThreads) {
   uint64_t v = 0;
   ASSERT_TRUE(child.read(reinterpret_cast<uint64_t>(w), &v, 8));
   EXPECT_EQ(v, uint64_t{kThreads} * kAdds);
+}
+
+// MrTable: an MR in another space needs that space attached; every lookup
+// reports the space of the MR it found.
+TEST(MrTableSpaces, RegistrationAndLookupsCarryTheSpace) {
+  ChildProcess child(child_buffer);
+  core::MrTable t(16, 4);
+  const uint32_t pd = t.alloc_pd();
+  uint8_t* base = child.addr();
+  const uint64_t iova = reinterpret_cast<uint64_t>(base);
+  uint32_t lkey = 0, rkey = 0;
+  EXPECT_EQ(t.reg_mr(pd, base, iova, 4096, core::kAccessLocalWrite | core::kAccessRemoteWrite,
+                     &lkey, &rkey, 77)
+                .errc(),
+            core::Errc::kInvalid);  // not attached
+  const uint32_t id = t.spaces().attach(child.pid());
+  ASSERT_NE(id, 0u);
+  ASSERT_TRUE(t.reg_mr(pd, base, iova, 4096, core::kAccessLocalWrite | core::kAccessRemoteWrite,
+                       &lkey, &rkey, id)
+                  .ok());
+  std::vector<uint8_t> own(64);
+  uint32_t own_l = 0, own_r = 0;
+  ASSERT_TRUE(t.reg_mr(pd, own.data(), 0x1000, 64, core::kAccessLocalWrite, &own_l, &own_r).ok());
+
+  uint32_t space = 12345;
+  core::WcStatus err;
+  EXPECT_EQ(t.local(pd, lkey, iova + 10, 10, core::kAccessLocalWrite, &err, &space), base + 10);
+  EXPECT_EQ(space, id);
+  space = 12345;
+  EXPECT_EQ(t.remote(pd, rkey, iova + 100, 8, core::kAccessRemoteWrite, &space), base + 100);
+  EXPECT_EQ(space, id);
+  core::MrRef ref;
+  space = 12345;
+  EXPECT_NE(t.remote_ref(pd, rkey, iova, 4096, core::kAccessRemoteWrite, &ref, &space), nullptr);
+  EXPECT_EQ(space, id);
+  EXPECT_TRUE(core::MrTable::still_valid(ref));
+  space = 12345;
+  EXPECT_NE(t.local_ref(pd, lkey, iova, 16, 0, &err, &ref, &space), nullptr);
+  EXPECT_EQ(space, id);
+  EXPECT_EQ(t.local(pd, own_l, 0x1000, 64, 0, &err, &space), own.data());
+  EXPECT_EQ(space, MemSpaces::kLocal);
+  // A failed lookup leaves *space alone.
+  space = 12345;
+  EXPECT_EQ(t.local(pd, lkey, iova + 4090, 10, 0, &err, &space), nullptr);
+  EXPECT_EQ(space, 12345u);
 }
 
 // Copies into two child processes and local memory, interleaved: every byte
@@ -323,7 +370,7 @@ TEST(CopyEngineSpaces, ChildGoneFailsEveryCopy) {
   EXPECT_EQ(ce.failed(), 10u);
   ASSERT_EQ(ce.failed_tags().size(), 10u);
   for (uint64_t i = 0; i < 10; ++i) EXPECT_EQ(ce.failed_tags()[i], 100 + i);
-  EXPECT_EQ(local, src);  // local copies are unaffected
+  EXPECT_EQ(local, src);            // local copies are unaffected
   EXPECT_EQ(ce.space_calls(), 1u);  // ESRCH: the rest of the batch is not retried
 }
 

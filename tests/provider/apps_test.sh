@@ -30,7 +30,9 @@ REPORT=${BURST_APPS_REPORT:-$TMP/report.txt}
 : >"$REPORT"
 CMD_ENV=()
 if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(env "LD_PRELOAD=$BURST_TEST_PRELOAD" "ASAN_OPTIONS=detect_leaks=0")
+  # burstctl run preloads its shim: keep it behind the sanitizer runtime.
+  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
+           "$BURST_TEST_PRELOAD")
 fi
 
 ip link add a0 netns "$NA" type veth peer name b0 netns "$NB" || fail "cannot create veth pair"
@@ -40,7 +42,6 @@ inA ip addr add 10.45.0.1/24 dev a0
 inB ip addr add 10.45.0.2/24 dev b0
 inA ip link set a0 up
 inB ip link set b0 up
-# One RX queue pair per side is plenty; veth needs GRO off? no: XDP attaches natively.
 for _ in $(seq 50); do
   inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
   sleep 0.1

@@ -10,8 +10,7 @@
 #   - ibv_devinfo -d burst0 -i 1 exit 0; the port go DOWN when the link does;
 #   - opening the device fail cleanly when burstd is not running (errno, one
 #     line on stderr naming the socket);
-#   - ibv_rc_pingpong -d burst0 -g 1 get its PD from burstd and fail cleanly at
-#     "Couldn't register MR" (ibv_reg_mr: EOPNOTSUPP until memory registration);
+#   - ibv_rc_pingpong -d burst0 -g 1, server and client on the one loopback port;
 #   - the verbs probe (legacy query path, async fd, GID table, PD/CQ, EOPNOTSUPP) pass;
 #   - the completion-channel probe pass: burstctl preloads libburst-shim.so
 #     ahead of the caller's LD_PRELOAD, ibv_create_comp_channel /
@@ -143,7 +142,9 @@ check "devinfo" "$TMP/devinfo" 'GID\[ +[0-9]+\]:[[:space:]]+fd44::1, RoCE v2'
 # GID[0] is the modified EUI-64 of v0's MAC, the netdev's own link-local address.
 mac=$(inns cat /sys/class/net/v0/address 2>/dev/null || inns ip -o link show v0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
 IFS=: read -r m0 m1 m2 m3 m4 m5 <<<"$mac"
-eui=$(printf '%x%02x:%xff:fe%02x:%x%02x' $((0x$m0 ^ 2)) $((0x$m1)) $((0x$m2)) $((0x$m3)) $((0x$m4)) $((0x$m5)))
+# Each group printed as inet_ntop does (no leading zeros).
+eui=$(printf '%x:%x:%x:%x' $((((0x$m0 ^ 2) << 8) | 0x$m1)) $(((0x$m2 << 8) | 0xff)) \
+  $((0xfe00 | 0x$m3)) $(((0x$m4 << 8) | 0x$m5)))
 grep -Eq "GID\[  0\]:[[:space:]]+fe80::$eui, RoCE v2" "$TMP/devinfo" ||
   fail "GID[0] is not fe80::$eui (MAC $mac)"
 
@@ -176,12 +177,18 @@ cat "$TMP/nod"
 check "no burstd" "$TMP/nod" "^burst: burst0: cannot connect to burstd at $TMP/nosock: No such file"
 [[ $(grep -c '^burst: ' "$TMP/nod") -eq 1 ]] || fail "the provider's message is not printed once"
 
-log "ibv_rc_pingpong -d burst0 -g 1: PD from burstd, fails cleanly at ibv_reg_mr (EOPNOTSUPP)"
-brun ibv_rc_pingpong -d burst0 -g 1 >"$TMP/pingpong" 2>&1
+log "ibv_rc_pingpong -d burst0 -g 1: server and client on the one loopback port"
+nsenter --net=/run/netns/"$NS" env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 \
+  --socket "$SOCK" -- "${CMD_ENV[@]}" ibv_rc_pingpong -d burst0 -g 1 -n 100 >"$TMP/pp-server" 2>&1 &
+PP=$!
+sleep 0.5
+brun ibv_rc_pingpong -d burst0 -g 1 -n 100 10.44.0.1 >"$TMP/pingpong" 2>&1
 rc=$?
+wait "$PP"
+src=$?
 cat "$TMP/pingpong"
-[[ $rc -ne 0 && $rc -lt 124 ]] || fail "ibv_rc_pingpong: exit $rc (expected a clean failure, not success, timeout or signal)"
-check "ibv_rc_pingpong" "$TMP/pingpong" "Couldn't register MR"
+[[ $rc -eq 0 && $src -eq 0 ]] || { cat "$TMP/pp-server"; fail "ibv_rc_pingpong: client $rc, server $src"; }
+check "ibv_rc_pingpong" "$TMP/pingpong" "100 iters in"
 
 log "control path: PD, CQ, RC QP to RTS, listed by burstctl qps, destroyed"
 qps_total() { ctl qps --json | json /total; }

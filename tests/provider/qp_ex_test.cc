@@ -3,10 +3,9 @@
 // every chain it is given (WRs, SGEs, inline bytes), so each test asserts on
 // exactly what the builder would hand the data path. The shipped provider
 // links the real post_send (datapath.cc).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-
-#include <arpa/inet.h>
 
 #include <cerrno>
 #include <cstring>
@@ -83,10 +82,10 @@ using burst::provider::fini_qp_ex;
 using burst::provider::init_qp_ex;
 using burst::provider::Qp;
 
-constexpr uint64_t kAllRcOps =
-    IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |
-    IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-    IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+constexpr uint64_t kAllRcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                               IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                               IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
 
 class QpExTest : public ::testing::Test {
  protected:
@@ -118,10 +117,9 @@ class QpExTest : public ::testing::Test {
 TEST_F(QpExTest, InitRejectsWhatBurstDoesNotBuild) {
   qp_ = std::make_unique<Qp>();
   qp_->vqp.qp.qp_type = IBV_QPT_RC;
-  for (uint64_t op :
-       {uint64_t{IBV_QP_EX_WITH_BIND_MW}, uint64_t{IBV_QP_EX_WITH_LOCAL_INV},
-        uint64_t{IBV_QP_EX_WITH_TSO}, uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE}, uint64_t{1} << 11,
-        uint64_t{1} << 40}) {
+  for (uint64_t op : {uint64_t{IBV_QP_EX_WITH_BIND_MW}, uint64_t{IBV_QP_EX_WITH_LOCAL_INV},
+                      uint64_t{IBV_QP_EX_WITH_TSO}, uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE},
+                      uint64_t{1} << 11, uint64_t{1} << 40}) {
     EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_SEND | op), EOPNOTSUPP) << std::hex << op;
     EXPECT_EQ(qp_->ex, nullptr);
     EXPECT_EQ(ibv_qp_to_qp_ex(&qp_->vqp.qp), nullptr);
@@ -140,12 +138,11 @@ TEST_F(QpExTest, QpToQpExFollowsInitAndFini) {
   EXPECT_EQ(qpx, &qp_->vqp.qp_ex);
   EXPECT_EQ(&qpx->qp_base, &qp_->vqp.qp);
   EXPECT_NE(qp_->ex, nullptr);
-  for (auto fn : {reinterpret_cast<void*>(qpx->wr_start), reinterpret_cast<void*>(qpx->wr_complete),
-                  reinterpret_cast<void*>(qpx->wr_abort), reinterpret_cast<void*>(qpx->wr_send),
-                  reinterpret_cast<void*>(qpx->wr_bind_mw),
-                  reinterpret_cast<void*>(qpx->wr_set_xrc_srqn),
-                  reinterpret_cast<void*>(qpx->wr_atomic_write),
-                  reinterpret_cast<void*>(qpx->wr_send_tso)}) {
+  for (auto fn :
+       {reinterpret_cast<void*>(qpx->wr_start), reinterpret_cast<void*>(qpx->wr_complete),
+        reinterpret_cast<void*>(qpx->wr_abort), reinterpret_cast<void*>(qpx->wr_send),
+        reinterpret_cast<void*>(qpx->wr_bind_mw), reinterpret_cast<void*>(qpx->wr_set_xrc_srqn),
+        reinterpret_cast<void*>(qpx->wr_atomic_write), reinterpret_cast<void*>(qpx->wr_send_tso)}) {
     EXPECT_NE(fn, nullptr);  // no slot left NULL
   }
   fini_qp_ex(qp_.get());
@@ -174,7 +171,8 @@ TEST_F(QpExTest, OneBatchOfEveryRcOperation) {
       {IBV_WR_RDMA_READ, [](ibv_qp_ex* q) { ibv_wr_rdma_read(q, 0x79, 0x3000); }},
       {IBV_WR_ATOMIC_CMP_AND_SWP,
        [](ibv_qp_ex* q) { ibv_wr_atomic_cmp_swp(q, 0x7a, 0x4000, 11, 22); }},
-      {IBV_WR_ATOMIC_FETCH_AND_ADD, [](ibv_qp_ex* q) { ibv_wr_atomic_fetch_add(q, 0x7b, 0x5000, 33); }},
+      {IBV_WR_ATOMIC_FETCH_AND_ADD,
+       [](ibv_qp_ex* q) { ibv_wr_atomic_fetch_add(q, 0x7b, 0x5000, 33); }},
   };
   uint64_t id = 100;
   for (const Op& op : ops) {
@@ -196,7 +194,8 @@ TEST_F(QpExTest, OneBatchOfEveryRcOperation) {
     SCOPED_TRACE(i);
     EXPECT_EQ(w.opcode, ops[i].opcode);
     EXPECT_EQ(w.wr_id, 100 + i);
-    EXPECT_EQ(w.send_flags, ((100 + i) % 2 != 0 ? unsigned{IBV_SEND_SIGNALED} : 0u) | IBV_SEND_FENCE);
+    EXPECT_EQ(w.send_flags,
+              ((100 + i) % 2 != 0 ? unsigned{IBV_SEND_SIGNALED} : 0u) | IBV_SEND_FENCE);
     ASSERT_EQ(w.num_sge, 1);
     EXPECT_EQ(chain[i].sges[0].lkey, 0x1000 + 100 + i);
     EXPECT_EQ(chain[i].sges[0].addr, 0xa0000 + 100 + i);
@@ -332,8 +331,7 @@ TEST_F(QpExTest, BuilderErrorsAreReportedByCompleteAndNothingIsPosted) {
        [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_bind_mw(q, nullptr, 0, nullptr); }},
       {"local invalidate", EOPNOTSUPP,
        [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_local_inv(q, 1); }},
-      {"TSO", EOPNOTSUPP,
-       [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_send_tso(q, nullptr, 0, 0); }},
+      {"TSO", EOPNOTSUPP, [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_send_tso(q, nullptr, 0, 0); }},
       {"atomic write", EOPNOTSUPP,
        [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_atomic_write(q, 1, 2, nullptr); }},
       {"XRC SRQ number", EOPNOTSUPP,

@@ -58,8 +58,8 @@ class ShimNode : public ::testing::Test {
  protected:
   void SetUp() override {
     const char* tmp = getenv("TMPDIR");
-    std::string templ = std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") +
-                        "/burst-shim-test.XXXXXX";
+    std::string templ =
+        std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/burst-shim-test.XXXXXX";
     if (mkdtemp(templ.data()) == nullptr) GTEST_SKIP() << "mkdtemp: " << strerror(errno);
     dir_ = templ;
     const dev_t dev = makedev(BURST_UVERBS_CDEV_MAJOR, BURST_UVERBS_CDEV_MINOR);

@@ -111,8 +111,7 @@ int main() {
   void* ev_ctx = nullptr;
   CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event: %s", std::strerror(errno));
   CHECK(ev_cq == cq && ev_ctx == &cq_ctx_tag, "event for %p/%p, want %p/%p",
-        static_cast<void*>(ev_cq), ev_ctx, static_cast<void*>(cq),
-        static_cast<void*>(&cq_ctx_tag));
+        static_cast<void*>(ev_cq), ev_ctx, static_cast<void*>(cq), static_cast<void*>(&cq_ctx_tag));
   ibv_ack_cq_events(cq, 1);
   CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
 

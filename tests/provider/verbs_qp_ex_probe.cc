@@ -135,8 +135,8 @@ int main() {
   ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
   errno = 0;
-  CHECK(ibv_create_qp_ex(ctx, &ia) == nullptr && errno == EOPNOTSUPP,
-        "memory-window ops: errno %d", errno);
+  CHECK(ibv_create_qp_ex(ctx, &ia) == nullptr && errno == EOPNOTSUPP, "memory-window ops: errno %d",
+        errno);
   ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
   ibv_qp* qp = ibv_create_qp_ex(ctx, &ia);
   CHECK(qp != nullptr, "create_qp_ex: %s", std::strerror(errno));
@@ -188,15 +188,25 @@ int main() {
     CHECK(wc[i].status == IBV_WC_SUCCESS, "wr_id %llu: %s",
           static_cast<unsigned long long>(wc[i].wr_id), ibv_wc_status_str(wc[i].status));
     switch (wc[i].wr_id) {
-      case 1: CHECK(wc[i].opcode == IBV_WC_RDMA_WRITE, "opcode 1"); seen[0] = true; break;
-      case 2: CHECK(wc[i].opcode == IBV_WC_SEND, "opcode 2"); seen[1] = true; break;
-      case 3: CHECK(wc[i].opcode == IBV_WC_RDMA_READ, "opcode 3"); seen[2] = true; break;
+      case 1:
+        CHECK(wc[i].opcode == IBV_WC_RDMA_WRITE, "opcode 1");
+        seen[0] = true;
+        break;
+      case 2:
+        CHECK(wc[i].opcode == IBV_WC_SEND, "opcode 2");
+        seen[1] = true;
+        break;
+      case 3:
+        CHECK(wc[i].opcode == IBV_WC_RDMA_READ, "opcode 3");
+        seen[2] = true;
+        break;
       case 99:
         CHECK(wc[i].opcode == IBV_WC_RECV && wc[i].byte_len == msg_len, "recv %u bytes",
               wc[i].byte_len);
         seen[3] = true;
         break;
-      default: CHECK(false, "unexpected wr_id %llu", static_cast<unsigned long long>(wc[i].wr_id));
+      default:
+        CHECK(false, "unexpected wr_id %llu", static_cast<unsigned long long>(wc[i].wr_id));
     }
   }
   CHECK(seen[0] && seen[1] && seen[2] && seen[3], "a completion is missing");

@@ -144,8 +144,8 @@ std::string resolve_shim(const std::string& provider) {
   }
   std::string a = abs;
   if (a.find_first_of(": ") != std::string::npos) {  // LD_PRELOAD's separators
-    err("warning: cannot preload " + a + " (a ':' or ' ' in its path); "
-        "ibv_create_comp_channel will fail");
+    err("warning: cannot preload " + a +
+        " (a ':' or ' ' in its path); ibv_create_comp_channel will fail");
     return "";
   }
   return a;
