@@ -87,6 +87,9 @@ Engine::Engine(const EngineConfig& config, MrTable& mrs, CopyEngine& copier)
   free_qps_.reserve(config_.max_qps);
   for (uint32_t i = config_.max_qps; i > 0; --i) free_qps_.push_back(i - 1);
   cqs_.resize(size_t{config_.max_cqs} + 1);
+  srqs_.resize(size_t{config_.max_srqs} + 1);
+  srq_limit_events_.reserve(srqs_.size());
+  last_wqe_events_.reserve(qps_.size());
   pending_.reserve(kPendingCqes);
   tx_list_.assign(qps_.size(), 0);
   timer_list_.reserve(qps_.size());
@@ -150,7 +153,13 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   if (init.type == QpType::kUc) return Errc::kNotSupported;
   if (init.type != QpType::kRc && init.type != QpType::kUd) return Errc::kInvalid;
   if (init.gsi && init.type != QpType::kUd) return Errc::kInvalid;
-  const QpCap& cap = init.cap;
+  QpCap cap = init.cap;
+  const bool on_srq = init.srq != 0;
+  if (on_srq) {
+    // The SRQ's capacities apply; the QP's RQ only holds the WQE it took.
+    cap.max_recv_wr = 0;
+    cap.max_recv_sge = 0;
+  }
   if (cap.max_send_wr > kMaxQpWr || cap.max_recv_wr > kMaxQpWr || cap.max_send_sge > kMaxSge ||
       cap.max_recv_sge > kMaxSge || cap.max_inline_data > kMaxInlineData) {
     return Errc::kInvalid;
@@ -158,6 +167,7 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   for (uint32_t cq : {init.send_cq, init.recv_cq}) {
     if (cq == 0 || cq >= cqs_.size() || !cqs_[cq].in_use) return Errc::kNotFound;
   }
+  if (on_srq && (init.srq >= srqs_.size() || !srqs_[init.srq].in_use)) return Errc::kNotFound;
   if (!mrs_.pd_valid(init.pd)) return Errc::kNotFound;
 
   uint32_t slot;
@@ -193,6 +203,7 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   qp.pd = init.pd;
   qp.send_cq = init.send_cq;
   qp.recv_cq = init.recv_cq;
+  qp.srq = init.srq;
   qp.sq_sig_all = init.sq_sig_all;
   qp.cap = cap;
   const uint32_t sq_slots = round_pow2(std::max<uint32_t>(cap.max_send_wr, 1));
@@ -211,6 +222,7 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   if (init.gsi) qp.attr.qkey = wire::kQp1Qkey;
   ++cqs_[init.send_cq].qp_refs;
   ++cqs_[init.recv_cq].qp_refs;
+  if (on_srq) ++srqs_[init.srq].qp_refs;
   *qpn = qp.qpn;
   return Status::Ok();
 }
@@ -222,6 +234,8 @@ Status Engine::destroy_qp(uint32_t qpn) {
   mrs_.pd_unref(qp->pd);
   --cqs_[qp->send_cq].qp_refs;
   --cqs_[qp->recv_cq].qp_refs;
+  if (qp->srq != 0) --srqs_[qp->srq].qp_refs;
+  if (qp->last_wqe_queued) std::erase(last_wqe_events_, qp->qpn);
   // Completions of this QP still waiting for their copies are delivered first.
   flush_cqes();
   qp->in_use = false;
@@ -313,6 +327,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
   Qp* qpp = find_qp(qpn);
   if (qpp == nullptr) return Errc::kNotFound;
   Qp& qp = *qpp;
+  if (qp.srq != 0) return Errc::kInvalid;  // post_srq_recv
   if (qp.state == QpState::kReset) return Errc::kState;
   if (wr.num_sge > qp.cap.max_recv_sge || wr.num_sge > kMaxSge) return Errc::kInvalid;
   if (qp.rq.count() >= qp.cap.max_recv_wr) return Errc::kNoMemory;
@@ -405,7 +420,8 @@ void Engine::enter_error(Qp& qp) {
   qp.req.rnr_until_ns = 0;
   timer_unwatch(qp);
   flush_sq(qp);
-  flush_rq(qp);
+  flush_rq(qp);  // on an SRQ: only the WQE this QP took (the SRQ's stay)
+  if (qp.srq != 0) queue_last_wqe_event(qp);
   RespState& r = qp.resp;
   r.msg = RespState::kNone;
   r.ack_pending = false;

@@ -13,6 +13,19 @@
 // All three take now_ns, a monotonic clock read once per loop iteration by the
 // caller; the engine reads no clock itself.
 //
+// Shared receive queues (SRQ; IBA semantics as rxe implements them): an RC
+// or UD QP created with QpInitAttr::srq takes its receive WQEs from that SRQ of
+// the same engine instead of its own RQ (post_recv on it is kInvalid). Taking a
+// WQE copies it into the QP's one-slot RQ, so from there on it is the QP's
+// (completion on the QP's recv CQ with its qp_num, flushed with the QP's other
+// work when the QP errors); the SRQ's untaken WQEs are never flushed by a QP. An
+// empty SRQ means an RNR NAK (RC) or a dropped datagram (UD), as an empty RQ.
+// Events the owner polls after any call: SRQ limit reached (an armed SRQ's
+// count of posted WQEs dropped below its limit on a take: disarmed, one event),
+// last WQE reached (a QP attached to an SRQ entered ERR; its held WQE, if any,
+// was flushed first). An SRQ has no PD here (that stays with the control plane):
+// its SGEs are checked against the PD of the QP that takes the WQE, as in rxe.
+//
 // Memory spaces: an MR may live in another process (mr.h, mem_space.h). Gathers
 // and READ responses from such an MR use process_vm_readv at build time; a
 // failure is a local protection error (gather) or a remote access error NAK
@@ -61,6 +74,7 @@ struct EngineConfig {
   uint32_t qpn_stride = 1;
   uint32_t qpn_offset = 0;
   uint32_t max_cqs = 1024;
+  uint32_t max_srqs = 1024;
   uint32_t ack_coalesce_pkts = 16;  // requester sets AckReq at least every this many packets
   uint32_t window_pkts = 1024;      // most unacknowledged packets per QP (< 2^23)
   uint32_t tx_qp_burst = 32;        // frames per QP per round of tx_build (fairness)
@@ -75,6 +89,18 @@ struct QpInitAttr {
   QpCap cap;
   bool sq_sig_all = false;
   bool gsi = false;  // UD only: create QP1 (the GSI QP; one per engine)
+  // RC/UD: receive from this SRQ (create_srq) instead of an RQ of its own; cap's
+  // max_recv_wr / max_recv_sge are then ignored (and reported as 0). The QP holds
+  // a reference on the SRQ until destroy_qp.
+  uint32_t srq = 0;
+};
+
+// ibv_srq_attr. max_wr and max_sge are capacities (create_srq rounds them up;
+// query_srq reports the result); srq_limit arms the limit event (0: disarmed).
+struct SrqAttr {
+  uint32_t max_wr = 0;
+  uint32_t max_sge = 0;
+  uint32_t srq_limit = 0;
 };
 
 class EngineTestPeer;
@@ -100,11 +126,31 @@ class Engine {
   // kWrFlushErr. Inline data (kSendInline) is read from the SGE addresses as
   // host pointers at post time, the lkeys are ignored (libibverbs semantics):
   // always burst's own memory (burstd copies an application's inline bytes
-  // into its own memory before post_send).
+  // into its own memory before post_send). post_recv: kInvalid on a QP attached
+  // to an SRQ (post_srq_recv).
   Status post_send(uint32_t qpn, const SendWr& wr);
   Status post_recv(uint32_t qpn, const RecvWr& wr);
   int poll_cq(uint32_t cq_id, Wc* wc, int max);
   bool cq_error(uint32_t cq_id) const;  // CQ overrun happened
+
+  // Shared receive queues (owning thread; core/srq.cc). create_srq: kInvalid for
+  // max_wr 0 or above kMaxQpWr, max_sge above kMaxSge, srq_limit above the
+  // rounded max_wr; max_wr is rounded up to a power of two, max_sge to at least 1;
+  // a nonzero srq_limit arms the limit at once (as rxe). destroy_srq: kBusy while
+  // a QP uses it, kNotFound for an unknown id. modify_srq arms the limit (0
+  // disarms): kInvalid above max_wr. post_srq_recv: kInvalid for more SGEs than
+  // max_sge, kNoMemory when full; valid in any state of the QPs using the SRQ.
+  Status create_srq(const SrqAttr& attr, uint32_t* srq_id);
+  Status destroy_srq(uint32_t srq_id);
+  Status modify_srq(uint32_t srq_id, uint32_t srq_limit);
+  Status query_srq(uint32_t srq_id, SrqAttr* out) const;
+  Status post_srq_recv(uint32_t srq_id, const RecvWr& wr);
+  // Asynchronous events, oldest first; false when there is none. An SRQ's limit
+  // event (IBV_EVENT_SRQ_LIMIT_REACHED) or a QP's last-WQE event
+  // (IBV_EVENT_QP_LAST_WQE_REACHED) is queued at most once until taken, and is
+  // dropped when its SRQ / QP is destroyed first.
+  bool take_srq_limit_event(uint32_t* srq_id);
+  bool take_last_wqe_event(uint32_t* qpn);
 
   // Datapath (owning thread). Frames passed to rx_burst are only read during the
   // call. tx_build fills up to n buffers (bufs[i].data, bufs[i].cap) and sets
@@ -129,6 +175,15 @@ class Engine {
     bool in_use = false;
     uint32_t qp_refs = 0;
     Cq cq;
+  };
+  struct SrqSlot {
+    bool in_use = false;
+    bool limit_event_queued = false;  // srq_id is in srq_limit_events_
+    uint32_t qp_refs = 0;
+    uint32_t max_wr = 0;  // posted WQEs at most (ring size)
+    uint32_t max_sge = 0;
+    uint32_t limit = 0;  // armed limit; 0 = disarmed
+    RecvQueue rq;
   };
   struct PendingCqe {
     uint32_t cq_id;
@@ -225,6 +280,8 @@ class Engine {
   void rc_read(Qp& qp, const wire::PacketView& pv);
   void rc_atomic(Qp& qp, const wire::PacketView& pv);
   bool take_rwqe(Qp& qp);
+  bool srq_take(Qp& qp);  // srq.cc: the SRQ's oldest WQE into the QP's RQ slot
+  void queue_last_wqe_event(Qp& qp);
   bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err, uint64_t tag);
   void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len, uint32_t wc_flags,
                      uint32_t imm);
@@ -259,6 +316,7 @@ class Engine {
   std::vector<uint32_t> qp_gen_;  // per slot: generation, part of the QPN
   std::vector<uint32_t> free_qps_;
   std::vector<CqSlot> cqs_;          // cq_id = index; slot 0 unused
+  std::vector<SrqSlot> srqs_;        // srq_id = index; slot 0 unused
   std::vector<PendingCqe> pending_;  // completions waiting for copies (reserved)
   std::vector<uint32_t> tx_list_;    // ring of QP slots with transmit work
   uint32_t tx_head_ = 0;
@@ -271,6 +329,9 @@ class Engine {
   // earliest per QP and side.
   std::vector<uint64_t> failed_copies_;
   std::vector<uint64_t> failed_first_;
+  // Queued asynchronous events, oldest first (reserved: one entry per SRQ / QP).
+  std::vector<uint32_t> srq_limit_events_;  // srq_ids
+  std::vector<uint32_t> last_wqe_events_;   // QPNs
   EngineCounters counters_;
 };
 

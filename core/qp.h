@@ -68,6 +68,9 @@ struct SendQueue {
   uint8_t* inline_of(uint32_t i) { return inline_buf.data() + size_t{i & mask} * inline_stride; }
 };
 
+// A receive queue: a QP's RQ, or an SRQ's ring. A QP attached to an SRQ has a
+// one-slot RQ that holds the WQE it took from the SRQ (Engine::srq_take) until
+// that WQE completes; head/tail then count the WQEs it took.
 struct RecvQueue {
   std::vector<RecvWr> ring;
   uint32_t mask = 0;
@@ -122,7 +125,7 @@ struct RespState {
   uint32_t msn = 0;
   bool nak_outstanding = false;  // seq/RNR NAK sent: silence until ePSN arrives
   Msg msg = kNone;               // multi-packet message in progress
-  bool rwqe_held = false;        // rq.front() belongs to the message in progress
+  bool rwqe_held = false;        // rq.front() belongs to the message in progress (SRQ: taken)
   uint32_t msg_bytes = 0;        // bytes received of the message in progress
   uint32_t rwqe_len = 0;         // total length of the held RWQE
   uint32_t sge_idx = 0;          // scatter cursor into the held RWQE
@@ -155,6 +158,8 @@ struct Qp {
   uint32_t pd = 0;
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
+  uint32_t srq = 0;              // SRQ the receive WQEs come from (0: the QP's own RQ)
+  bool last_wqe_queued = false;  // QPN is in the engine's last-WQE event queue
   QpCap cap;
   bool sq_sig_all = false;
   QpAttr attr;                     // attributes as last set (qp_state mirrors `state`)

@@ -1,6 +1,7 @@
 // RC responder, receive side: ePSN tracking, duplicates (re-ACK, READ replay,
 // atomic replay from the saved result), one PSN sequence NAK per gap, opcode
-// sequence and length checks, receive WQE consumption (RNR NAK when none), rkey /
+// sequence and length checks, receive WQE consumption from the RQ or the SRQ
+// (RNR NAK when none), rkey /
 // access / bounds checks through MrTable::remote, atomics executed atomically on
 // host memory (through MemSpaces when the MR lives in another process). Payload
 // goes through the CopyEngine, into the MR's memory space.
@@ -65,7 +66,7 @@ void Engine::complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t by
 
 bool Engine::take_rwqe(Qp& qp) {
   RespState& r = qp.resp;
-  if (qp.rq.empty()) {
+  if (qp.rq.empty() && (qp.srq == 0 || !srq_take(qp))) {
     resp_nak(qp, wire::AethSyndrome::rnr_nak(qp.attr.min_rnr_timer).raw());
     r.nak_outstanding = true;  // silence for the packets behind it
     return false;

@@ -13,6 +13,7 @@ add_library(burst_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/responder_tx.cc
   ${CMAKE_CURRENT_LIST_DIR}/retransmit.cc
   ${CMAKE_CURRENT_LIST_DIR}/rx_dispatch.cc
+  ${CMAKE_CURRENT_LIST_DIR}/srq.cc
   ${CMAKE_CURRENT_LIST_DIR}/ud.cc
 )
 target_include_directories(burst_core PUBLIC ${PROJECT_SOURCE_DIR})

@@ -1,9 +1,9 @@
 // UD: SEND_ONLY (+immediate) with a DETH. Q_Key check on receive (a WR Q_Key
 // with the high bit set means the QP's own Q_Key, IBA 10.2.5), the 40-byte GRH
 // area first in every receive buffer (IPv4: the IPv4 header in its last 20
-// bytes; IPv6: the IPv6 header), kWcGrh, src_qp from the DETH. No receive WQE:
-// the datagram is dropped and counted. A local error on a send WQE moves the QP
-// to SQE (the receive side keeps working).
+// bytes; IPv6: the IPv6 header), kWcGrh, src_qp from the DETH. The receive WQE
+// comes from the RQ or the SRQ; none: the datagram is dropped and counted. A
+// local error on a send WQE moves the QP to SQE (the receive side keeps working).
 #include <cstring>
 
 #include "core/engine.h"
@@ -30,7 +30,7 @@ void Engine::ud_receive(Qp& qp, const wire::PacketView& pv) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUdTooLong)];
     return;
   }
-  if (qp.rq.empty()) {
+  if (qp.rq.empty() && (qp.srq == 0 || !srq_take(qp))) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUdNoRwqe)];
     return;
   }

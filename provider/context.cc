@@ -176,11 +176,6 @@ int query_qp_data_in_order_unsupported(ibv_qp*, ibv_wr_opcode, uint32_t) {
   return 0;  // no in-order guarantee claimed
 }
 // Posting verbs report the first work request they did not take.
-int post_srq_recv_unsupported(ibv_srq*, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
-  debug_log("burst: ibv verb 'post_srq_recv' is not implemented yet (EOPNOTSUPP)");
-  *bad_wr = wr;
-  return EOPNOTSUPP;
-}
 
 // Every slot is set, so no libibverbs dummy is ever reached and the designated
 // initialisers (which C++ requires in declaration order) double as a check of
@@ -208,7 +203,7 @@ const verbs_context_ops kContextOps = {
     .create_qp = create_qp,
     .create_qp_ex = create_qp_ex,
     .create_rwq_ind_table = BURST_UNSUPPORTED(create_rwq_ind_table),
-    .create_srq = BURST_UNSUPPORTED(create_srq),
+    .create_srq = create_srq,
     .create_srq_ex = BURST_UNSUPPORTED(create_srq_ex),
     .create_wq = BURST_UNSUPPORTED(create_wq),
     .dealloc_mw = BURST_UNSUPPORTED(dealloc_mw),
@@ -222,7 +217,7 @@ const verbs_context_ops kContextOps = {
     .destroy_flow_action = BURST_UNSUPPORTED(destroy_flow_action),
     .destroy_qp = destroy_qp,
     .destroy_rwq_ind_table = BURST_UNSUPPORTED(destroy_rwq_ind_table),
-    .destroy_srq = BURST_UNSUPPORTED(destroy_srq),
+    .destroy_srq = destroy_srq,
     .destroy_wq = BURST_UNSUPPORTED(destroy_wq),
     .detach_mcast = BURST_UNSUPPORTED(detach_mcast),
     .free_context = free_context,
@@ -235,7 +230,7 @@ const verbs_context_ops kContextOps = {
     .modify_flow_action_esp = BURST_UNSUPPORTED(modify_flow_action_esp),
     .modify_qp = modify_qp,
     .modify_qp_rate_limit = BURST_UNSUPPORTED(modify_qp_rate_limit),
-    .modify_srq = BURST_UNSUPPORTED(modify_srq),
+    .modify_srq = modify_srq,
     .modify_wq = BURST_UNSUPPORTED(modify_wq),
     .open_qp = BURST_UNSUPPORTED(open_qp),
     .open_xrcd = BURST_UNSUPPORTED(open_xrcd),
@@ -243,14 +238,14 @@ const verbs_context_ops kContextOps = {
     .post_recv = post_recv,
     .post_send = post_send,
     .post_srq_ops = BURST_UNSUPPORTED(post_srq_ops),
-    .post_srq_recv = post_srq_recv_unsupported,
+    .post_srq_recv = post_srq_recv,
     .query_device_ex = query_device_ex,
     .query_ece = BURST_UNSUPPORTED(query_ece),
     .query_port = query_port,
     .query_qp = query_qp,
     .query_qp_data_in_order = query_qp_data_in_order_unsupported,
     .query_rt_values = BURST_UNSUPPORTED(query_rt_values),
-    .query_srq = BURST_UNSUPPORTED(query_srq),
+    .query_srq = query_srq,
     .read_counters = BURST_UNSUPPORTED(read_counters),
     .reg_dm_mr = BURST_UNSUPPORTED(reg_dm_mr),
     .reg_dmabuf_mr = BURST_UNSUPPORTED(reg_dmabuf_mr),

@@ -229,21 +229,35 @@ int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
   return 0;
 }
 
-void ring_doorbell(const Qp* qp, burst_shm_db_kind kind, uint32_t index) {
+void ring_doorbell(const Doorbell* db, burst_shm_db_kind kind, uint32_t handle, uint32_t index) {
   shm::DoorbellRecord rec;
   rec.kind = static_cast<uint8_t>(kind);
-  rec.handle = qp->vqp.qp.qp_num;
+  rec.handle = handle;
   rec.value = static_cast<uint16_t>(index);
   // Full or busy: burstd sweeps every ring each millisecond, the work is seen anyway.
   for (int i = 0; i < 2; ++i) {
-    if (qp->db->producer.Post(rec) != shm::PostResult::kStale) break;
+    if (db->producer.Post(rec) != shm::PostResult::kStale) break;
   }
   // Pairs with the worker's fence between setting need_wakeup and reading head.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (__atomic_load_n(&qp->db->hdr->need_wakeup, __ATOMIC_RELAXED) != 0) {
+  if (__atomic_load_n(&db->hdr->need_wakeup, __ATOMIC_RELAXED) != 0) {
     const uint64_t one = 1;
-    (void)!write(qp->db->wake_fd, &one, sizeof(one));
+    (void)!write(db->wake_fd, &one, sizeof(one));
   }
+}
+
+// Writes a receive WR into entry; EINVAL when it has too many SGEs.
+int encode_recv(const ibv_recv_wr* wr, uint32_t max_sge, uint8_t* entry) {
+  if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge) return EINVAL;
+  burst_shm_recv_wqe w{};
+  w.wr_id = wr->wr_id;
+  w.num_sge = static_cast<uint32_t>(wr->num_sge);
+  memcpy(entry, &w, sizeof(w));
+  for (int i = 0; i < wr->num_sge; ++i) {
+    const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    memcpy(entry + BURST_SHM_RECV_WQE_PAYLOAD + i * sizeof(s), &s, sizeof(s));
+  }
+  return 0;
 }
 
 }  // namespace
@@ -451,19 +465,21 @@ int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker
   const auto* r = reinterpret_cast<const burst_shm_region*>(qp->map.base);
   shm::RingGeometry sg, rg;
   qp->sq_hdr = ring_at(qp->map, r->part_offset[0], BURST_SHM_RING_SQ, &sg);
-  qp->rq_hdr = ring_at(qp->map, r->part_offset[1], BURST_SHM_RING_RQ, &rg);
-  if (qp->sq_hdr == nullptr || qp->rq_hdr == nullptr ||
+  const bool has_rq = qp->vqp.qp.srq == nullptr;  // a QP on an SRQ has no RQ ring
+  qp->rq_hdr = has_rq ? ring_at(qp->map, r->part_offset[1], BURST_SHM_RING_RQ, &rg) : nullptr;
+  if (qp->sq_hdr == nullptr || (has_rq && qp->rq_hdr == nullptr) ||
       sg.entry_size < BURST_SHM_SEND_WQE_PAYLOAD + qp->sq_hdr->max_sge * sizeof(burst_shm_sge) ||
       sg.entry_size < BURST_SHM_SEND_WQE_PAYLOAD + qp->sq_hdr->max_inline ||
-      rg.entry_size < BURST_SHM_RECV_WQE_PAYLOAD + qp->rq_hdr->max_sge * sizeof(burst_shm_sge)) {
+      (has_rq &&
+       rg.entry_size < BURST_SHM_RECV_WQE_PAYLOAD + qp->rq_hdr->max_sge * sizeof(burst_shm_sge))) {
     unmap_region(&qp->map);
     return EPROTO;
   }
   qp->sq = shm::RingProducer(qp->map.base, r->part_offset[0], sg);
-  qp->rq = shm::RingProducer(qp->map.base, r->part_offset[1], rg);
+  if (has_rq) qp->rq = shm::RingProducer(qp->map.base, r->part_offset[1], rg);
   qp->max_send_sge = qp->sq_hdr->max_sge;
   qp->max_inline = qp->sq_hdr->max_inline;
-  qp->max_recv_sge = qp->rq_hdr->max_sge;
+  qp->max_recv_sge = has_rq ? qp->rq_hdr->max_sge : 0;
   qp->db = doorbell_for(ctx, worker);
   if (qp->db == nullptr) {
     const int e = errno;
@@ -511,7 +527,7 @@ int post_send(ibv_qp* ibqp, ibv_send_wr* wr, ibv_send_wr** bad_wr) {
   }
   if (count != 0) {
     qp->sq.Publish(count);
-    ring_doorbell(qp, BURST_SHM_DB_SQ, qp->sq.index());
+    ring_doorbell(qp->db, BURST_SHM_DB_SQ, ibqp->qp_num, qp->sq.index());
   }
   pthread_spin_unlock(&qp->sq_lock);
   if (err != 0) *bad_wr = wr;
@@ -532,10 +548,6 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   uint32_t count = 0, room = 0;
   pthread_spin_lock(&qp->rq_lock);
   for (; wr != nullptr; wr = wr->next) {
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > qp->max_recv_sge) {
-      err = EINVAL;
-      break;
-    }
     if (count == room) {
       room = qp->rq.Reserve(count + 1);
       if (room <= count) {
@@ -543,22 +555,142 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         break;
       }
     }
-    uint8_t* entry = qp->rq.Entry(count);
-    burst_shm_recv_wqe w{};
-    w.wr_id = wr->wr_id;
-    w.num_sge = static_cast<uint32_t>(wr->num_sge);
-    memcpy(entry, &w, sizeof(w));
-    for (int i = 0; i < wr->num_sge; ++i) {
-      const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-      memcpy(entry + BURST_SHM_RECV_WQE_PAYLOAD + i * sizeof(s), &s, sizeof(s));
-    }
+    err = encode_recv(wr, qp->max_recv_sge, qp->rq.Entry(count));
+    if (err != 0) break;
     ++count;
   }
   if (count != 0) {
     qp->rq.Publish(count);
-    ring_doorbell(qp, BURST_SHM_DB_RQ, qp->rq.index());
+    ring_doorbell(qp->db, BURST_SHM_DB_RQ, ibqp->qp_num, qp->rq.index());
   }
   pthread_spin_unlock(&qp->rq_lock);
+  if (err != 0) *bad_wr = wr;
+  return err;
+}
+
+// ---- SRQs ---------------------------------------------------------------------
+
+ibv_srq* create_srq(ibv_pd* ibpd, ibv_srq_init_attr* attr) {
+  Context* ctx = to_context(ibpd->context);
+  auto* srq = static_cast<Srq*>(calloc(1, sizeof(Srq)));
+  if (srq == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  burst_ctl_create_srq_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  req.attr.max_wr = attr->attr.max_wr;
+  req.attr.max_sge = attr->attr.max_sge;
+  req.attr.srq_limit = attr->attr.srq_limit;
+  req.user_handle = reinterpret_cast<uintptr_t>(&srq->srq);
+  burst_ctl_create_srq_resp resp{};
+  int fd = -1;
+  int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_SRQ, &req, sizeof(req), &resp, sizeof(resp),
+                      -1, &fd);
+  if (e == 0) e = map_region(fd, resp.region_size, BURST_SHM_REGION_SRQ, &srq->map);
+  if (e == 0) {
+    const auto* r = reinterpret_cast<const burst_shm_region*>(srq->map.base);
+    shm::RingGeometry g;
+    srq->hdr = ring_at(srq->map, r->part_offset[0], BURST_SHM_RING_SRQ, &g);
+    if (srq->hdr == nullptr ||
+        g.entry_size < BURST_SHM_RECV_WQE_PAYLOAD + srq->hdr->max_sge * sizeof(burst_shm_sge)) {
+      e = EPROTO;
+    } else {
+      srq->ring = shm::RingProducer(srq->map.base, r->part_offset[0], g);
+      srq->max_sge = srq->hdr->max_sge;
+      srq->db = doorbell_for(ctx, resp.worker);
+      if (srq->db == nullptr) e = errno;
+    }
+  }
+  if (e != 0) {
+    unmap_region(&srq->map);
+    if (resp.srq_handle != 0) {
+      burst_ctl_handle_req dreq{};
+      dreq.handle = resp.srq_handle;
+      burst_ctl_empty_resp dresp{};
+      (void)ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_SRQ, &dreq, sizeof(dreq), &dresp,
+                     sizeof(dresp));
+    }
+    free(srq);
+    errno = e;
+    return nullptr;
+  }
+  pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+  srq->handle = resp.srq_handle;
+  srq->srqn = resp.srqn;
+  srq->srq.handle = resp.srq_handle;
+  attr->attr.max_wr = resp.attr.max_wr;
+  attr->attr.max_sge = resp.attr.max_sge;
+  return &srq->srq;
+}
+
+int destroy_srq(ibv_srq* ibsrq) {
+  Srq* srq = to_srq(ibsrq);
+  Context* ctx = to_context(ibsrq->context);
+  burst_ctl_handle_req req{};
+  req.handle = srq->handle;
+  burst_ctl_empty_resp resp{};
+  const int e = destroy_result(
+      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_SRQ, &req, sizeof(req), &resp, sizeof(resp)));
+  if (e != 0) return e;  // EBUSY while QPs use it
+  pthread_spin_destroy(&srq->lock);
+  unmap_region(&srq->map);
+  free(srq);
+  return 0;
+}
+
+int modify_srq(ibv_srq* ibsrq, ibv_srq_attr* attr, int mask) {
+  Context* ctx = to_context(ibsrq->context);
+  burst_ctl_modify_srq_req req{};
+  req.srq_handle = to_srq(ibsrq)->handle;
+  req.attr_mask = static_cast<uint32_t>(mask);
+  req.attr.max_wr = attr->max_wr;
+  req.attr.srq_limit = attr->srq_limit;
+  burst_ctl_empty_resp resp{};
+  return ctl_call(&ctx->ctl, BURST_CTL_OP_MODIFY_SRQ, &req, sizeof(req), &resp, sizeof(resp));
+}
+
+int query_srq(ibv_srq* ibsrq, ibv_srq_attr* attr) {
+  Context* ctx = to_context(ibsrq->context);
+  burst_ctl_handle_req req{};
+  req.handle = to_srq(ibsrq)->handle;
+  burst_ctl_query_srq_resp resp{};
+  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_QUERY_SRQ, &req, sizeof(req), &resp, sizeof(resp));
+      e != 0) {
+    return e;
+  }
+  attr->max_wr = resp.attr.max_wr;
+  attr->max_sge = resp.attr.max_sge;
+  attr->srq_limit = resp.attr.srq_limit;
+  return 0;
+}
+
+int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
+  Srq* srq = to_srq(ibsrq);
+  if (context_dead(to_context(ibsrq->context)) || ring_failed(srq->hdr)) {
+    *bad_wr = wr;
+    return EIO;
+  }
+  int err = 0;
+  uint32_t count = 0, room = 0;
+  pthread_spin_lock(&srq->lock);
+  for (; wr != nullptr; wr = wr->next) {
+    if (count == room) {
+      room = srq->ring.Reserve(count + 1);
+      if (room <= count) {
+        err = ENOMEM;
+        break;
+      }
+    }
+    err = encode_recv(wr, srq->max_sge, srq->ring.Entry(count));
+    if (err != 0) break;
+    ++count;
+  }
+  if (count != 0) {
+    srq->ring.Publish(count);
+    ring_doorbell(srq->db, BURST_SHM_DB_SRQ, srq->srqn, srq->ring.index());
+  }
+  pthread_spin_unlock(&srq->lock);
   if (err != 0) *bad_wr = wr;
   return err;
 }

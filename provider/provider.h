@@ -109,6 +109,19 @@ struct Ah {
   ibv_ah ah;  // must be first
   uint32_t handle;
 };
+// A shared receive queue: the ring lives on the burstd worker that owns the
+// SRQ (every QP on the SRQ lives there too).
+struct Srq {
+  ibv_srq srq;  // must be first
+  uint32_t handle;
+  uint32_t srqn;  // doorbell handle
+  Mapping map;
+  shm::RingProducer ring;  // under lock
+  burst_shm_ring* hdr;
+  pthread_spinlock_t lock;
+  uint32_t max_sge;
+  const Doorbell* db;
+};
 static_assert(offsetof(Pd, pd) == 0 && offsetof(Cq, vcq) == 0 && offsetof(Qp, vqp) == 0);
 
 inline Device* to_device(ibv_device* dev) { return reinterpret_cast<Device*>(dev); }
@@ -154,6 +167,12 @@ int dereg_mr(verbs_mr* mr);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 int destroy_ah(ibv_ah* ah);
 int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out);  // qp.cc
+ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
+int destroy_srq(ibv_srq* srq);
+int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
+int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+inline Srq* to_srq(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
 
 // pd_cq.cc: PDs and CQs through burstd.
 ibv_pd* alloc_pd(ibv_context* ctx);

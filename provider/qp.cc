@@ -37,8 +37,8 @@ Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_
     errno = EINVAL;
     return nullptr;
   }
-  if (srq != nullptr) {  // SRQs come with the data path
-    errno = EOPNOTSUPP;
+  if (srq != nullptr && srq->context != ibctx) {
+    errno = EINVAL;
     return nullptr;
   }
   if (!same_context(ibctx, send_cq) || !same_context(ibctx, recv_cq)) {
@@ -62,12 +62,14 @@ Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_
   req.cap.max_recv_sge = cap->max_recv_sge;
   req.cap.max_inline_data = cap->max_inline_data;
   req.user_handle = reinterpret_cast<uintptr_t>(&qp->vqp.qp);
+  req.srq_handle = srq != nullptr ? to_srq(srq)->handle : 0;
   burst_ctl_create_qp_resp resp{};
   int fd = -1;
   int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp),
                       -1, &fd);
   if (e == 0) {
     qp->vqp.qp.qp_num = resp.qpn;
+    qp->vqp.qp.srq = srq;  // attach_qp_rings: no RQ ring on an SRQ
     e = attach_qp_rings(ctx, qp, fd, resp.region_size, resp.worker);
     if (e != 0) {
       burst_ctl_handle_req dreq{};
@@ -92,7 +94,7 @@ Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_
   q.pd = pd;
   q.send_cq = send_cq;
   q.recv_cq = recv_cq;
-  q.srq = nullptr;
+  q.srq = srq;
   q.handle = resp.qp_handle;
   q.qp_num = resp.qpn;
   q.state = IBV_QPS_RESET;

@@ -223,12 +223,14 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
     case BURST_CTL_OP_DESTROY_CQ:
     case BURST_CTL_OP_DESTROY_QP:
     case BURST_CTL_OP_DEREG_MR:
-    case BURST_CTL_OP_DESTROY_AH: {
+    case BURST_CTL_OP_DESTROY_AH:
+    case BURST_CTL_OP_DESTROY_SRQ: {
       const auto req = read_as<burst_ctl_handle_req>(msg);
       err = h.op == BURST_CTL_OP_DEALLOC_PD   ? res_.dealloc_pd(s.id, req.handle)
             : h.op == BURST_CTL_OP_DESTROY_CQ ? res_.destroy_cq(s.id, req.handle)
             : h.op == BURST_CTL_OP_DEREG_MR   ? res_.dereg_mr(s.id, req.handle)
             : h.op == BURST_CTL_OP_DESTROY_AH ? res_.destroy_ah(s.id, req.handle)
+            : h.op == BURST_CTL_OP_DESTROY_SRQ ? res_.destroy_srq(s.id, req.handle)
                                               : res_.destroy_qp(s.id, req.handle);
       if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
       what = "handle " + std::to_string(req.handle);
@@ -326,6 +328,37 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
             ->ah_handle = handle;
       }
       what = "ah " + std::to_string(handle);
+      break;
+    }
+    case BURST_CTL_OP_CREATE_SRQ: {
+      const auto req = read_as<burst_ctl_create_srq_req>(msg);
+      burst_ctl_create_srq_resp body{};
+      int fd = -1;
+      err = res_.create_srq(s.id, req, &body, &fd);
+      if (err == 0) {
+        auto* r = start_response<burst_ctl_create_srq_resp>(out, h, sizeof(body));
+        body.hdr = r->hdr;
+        *r = body;
+        out_fds->push_back(fd);
+      }
+      what = "srq " + std::to_string(body.srq_handle) + " srqn " + std::to_string(body.srqn);
+      break;
+    }
+    case BURST_CTL_OP_MODIFY_SRQ: {
+      const auto req = read_as<burst_ctl_modify_srq_req>(msg);
+      err = res_.modify_srq(s.id, req);
+      if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
+      what = "srq " + std::to_string(req.srq_handle);
+      break;
+    }
+    case BURST_CTL_OP_QUERY_SRQ: {
+      const auto req = read_as<burst_ctl_handle_req>(msg);
+      burst_ctl_srq_attr a{};
+      err = res_.query_srq(s.id, req.handle, &a);
+      if (err == 0) {
+        start_response<burst_ctl_query_srq_resp>(out, h, sizeof(burst_ctl_query_srq_resp))->attr = a;
+      }
+      what = "srq " + std::to_string(req.handle);
       break;
     }
     case BURST_CTL_OP_SET_ASYNC_FD: {

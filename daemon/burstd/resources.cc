@@ -76,6 +76,16 @@ shm::ShmRegion* Resources::doorbell(uint32_t w) {
 
 Resources::~Resources() {
   while (!clients_.empty()) release_client(clients_.begin()->first);
+  // The workers outlive this object: they must stop reading the doorbell
+  // regions and the AH table before those go away.
+  for (uint32_t w = 0; w < device_.workers(); ++w) {
+    (void)device_.worker(w).run(
+        [](WorkerBase& wk) {
+          wk.plane().clear_doorbell();
+          wk.plane().set_ah_table(nullptr);
+        },
+        timeout_ms_);
+  }
 }
 
 Resources::Client* Resources::find(uint32_t client) {
@@ -293,9 +303,16 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
       req.qp_type != static_cast<uint8_t>(core::QpType::kUd)) {
     return EINVAL;
   }
+  Srq* srq = nullptr;
+  if (req.srq_handle != 0) {
+    auto sit = c->srqs.find(req.srq_handle);
+    if (sit == c->srqs.end()) return ENOENT;
+    srq = &sit->second;
+  }
   core::QpInitAttr init;
   init.type = static_cast<core::QpType>(req.qp_type);
   init.pd = pd->second.pd;
+  if (srq != nullptr) init.srq = srq->engine_id;
   init.sq_sig_all = req.sq_sig_all != 0;
   init.cap.max_send_wr = req.cap.max_send_wr;
   init.cap.max_recv_wr = req.cap.max_recv_wr;
@@ -303,7 +320,8 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   init.cap.max_recv_sge = req.cap.max_recv_sge;
   init.cap.max_inline_data = req.cap.max_inline_data;
 
-  const uint32_t w = next_worker_++ % device_.workers();
+  // A QP on an SRQ lives on the SRQ's worker (the SRQ is one Engine's).
+  const uint32_t w = srq != nullptr ? srq->worker : next_worker_++ % device_.workers();
   Cq& send_cq = scq->second;
   Cq& recv_cq = rcq->second;
   core::Status st;
@@ -356,23 +374,24 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
     specs[1].handle = qpn;
     specs[1].max_sge = cap.max_recv_sge;
     specs[1].geom.log2_entries = shm::Log2Ceil(std::max<uint32_t>(cap.max_recv_wr, 2));
-    specs[1].geom.entry_size = shm::RecvEntrySize(specs[1].max_sge);
+    specs[1].geom.entry_size = shm::RecvEntrySize(std::max<uint32_t>(specs[1].max_sge, 1));
+    const std::span<const shm::RingSpec> rings(specs, srq != nullptr ? 1 : 2);
     shm::RegionLayout layout;
     region = std::make_shared<shm::ShmRegion>();
     const std::string name = "burst-qp-" + std::to_string(qpn);
-    if (core::Status s2 = shm::LayoutRings(specs, &layout); !s2.ok()) {
+    if (core::Status s2 = shm::LayoutRings(rings, &layout); !s2.ok()) {
       err = EINVAL;
     } else if (core::Status s3 = shm::ShmRegion::Create(name.c_str(), layout.size, region.get());
                !s3.ok()) {
       err = s3.to_errno();
     } else {
-      shm::InitRingRegion(region->data(), layout, BURST_SHM_REGION_QP, qpn, specs);
+      shm::InitRingRegion(region->data(), layout, BURST_SHM_REGION_QP, qpn, rings);
       b.qpn = qpn;
       b.client = client;
       b.user_handle = req.user_handle;
       b.region = region->data();
       b.sq_offset = layout.part_offset[0];
-      b.rq_offset = layout.part_offset[1];
+      b.rq_offset = srq != nullptr ? 0 : layout.part_offset[1];
       b.sq_geom = specs[0].geom;
       b.rq_geom = specs[1].geom;
       b.sq_limits = shm::WqeLimits{specs[0].geom.entry_size, specs[0].max_sge, specs[0].max_inline};
@@ -392,6 +411,8 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   const uint32_t handle = c->next_handle++;
   Qp& qp = c->qps[handle];
   qp.region = region;
+  qp.srq = req.srq_handle;
+  if (srq != nullptr) ++srq->refs;
   qp.qpn = qpn;
   qp.worker = w;
   qp.type = req.qp_type;
@@ -477,6 +498,7 @@ int Resources::destroy_qp(uint32_t client, uint32_t handle) {
   --c->pds[qp.pd].refs;
   --c->cqs[qp.send_cq].refs;
   --c->cqs[qp.recv_cq].refs;
+  if (qp.srq != 0) --c->srqs[qp.srq].refs;
   return 0;
 }
 
@@ -497,7 +519,11 @@ Resources::Released Resources::release_client(uint32_t client) {
     for (const auto& [h, cq] : c.cqs) {
       if (cq.shard[w] != 0) shards.push_back(cq.shard[w]);
     }
-    if (qpns.empty() && shards.empty()) continue;
+    std::vector<std::pair<uint32_t, uint32_t>> srqs;  // (srqn, engine id)
+    for (const auto& [h, srq] : c.srqs) {
+      if (srq.worker == w) srqs.emplace_back(srq.srqn, srq.engine_id);
+    }
+    if (qpns.empty() && shards.empty() && srqs.empty()) continue;
     uint32_t destroyed_qps = 0, destroyed_cqs = 0;
     uint64_t flushed = 0;
     const int e = on_worker(w, [&](WorkerBase& wk) {
@@ -513,11 +539,13 @@ Resources::Released Resources::release_client(uint32_t client) {
       err.qp_state = core::QpState::kErr;
       for (uint32_t qpn : qpns) wk.plane().unbind_qp(qpn);  // its rings are read no more
       for (uint32_t id : shards) wk.plane().unbind_cq(id);
+      for (const auto& [srqn, id] : srqs) wk.plane().unbind_srq(srqn);
       for (uint32_t qpn : qpns) (void)eng.modify_qp(qpn, err, core::kQpState);
       drain();  // the flushed work requests
       for (uint32_t qpn : qpns) destroyed_qps += eng.destroy_qp(qpn).ok() ? 1 : 0;
       drain();
       for (uint32_t id : shards) destroyed_cqs += eng.destroy_cq(id).ok() ? 1 : 0;
+      for (const auto& [srqn, id] : srqs) (void)eng.destroy_srq(id);
     });
     if (e != 0) {
       r.leaked += static_cast<uint32_t>(qpns.size() + shards.size());
@@ -667,6 +695,147 @@ int Resources::set_async_fd(uint32_t client, int fd) {
     return c == nullptr ? ENOENT : EBUSY;
   }
   c->async = std::make_shared<AsyncSink>(fd);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------
+// SRQs
+
+int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
+                          burst_ctl_create_srq_resp* resp, int* region_fd) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto pd = c->pds.find(req.pd_handle);
+  if (pd == c->pds.end()) return ENOENT;
+  if (next_srqn_ >= (1u << BURST_SHM_DB_HANDLE_BITS)) return ENOMEM;
+  const uint32_t w = next_worker_++ % device_.workers();
+  core::SrqAttr attr;
+  attr.max_wr = req.attr.max_wr;
+  attr.max_sge = req.attr.max_sge;
+  attr.srq_limit = req.attr.srq_limit;
+  core::Status st;
+  uint32_t id = 0;
+  core::SrqAttr got;
+  if (int e = on_worker(w,
+                        [&](WorkerBase& wk) {
+                          st = wk.engine().create_srq(attr, &id);
+                          if (st.ok()) (void)wk.engine().query_srq(id, &got);
+                        });
+      e != 0) {
+    return e;
+  }
+  if (!st.ok()) return st.to_errno();
+  const uint32_t srqn = next_srqn_++;
+  shm::RingSpec spec;
+  spec.kind = BURST_SHM_RING_SRQ;
+  spec.handle = srqn;
+  spec.max_sge = got.max_sge;
+  spec.geom.log2_entries = shm::Log2Ceil(std::max<uint32_t>(got.max_wr, 2));
+  spec.geom.entry_size = shm::RecvEntrySize(std::max<uint32_t>(got.max_sge, 1));
+  auto region = std::make_shared<shm::ShmRegion>();
+  shm::RegionLayout layout;
+  int err = 0;
+  const std::string name = "burst-srq-" + std::to_string(srqn);
+  if (!shm::LayoutRings({&spec, 1}, &layout).ok()) {
+    err = EINVAL;
+  } else if (core::Status s2 = shm::ShmRegion::Create(name.c_str(), layout.size, region.get());
+             !s2.ok()) {
+    err = s2.to_errno();
+  } else {
+    shm::InitRingRegion(region->data(), layout, BURST_SHM_REGION_SRQ, srqn, {&spec, 1});
+    ShmSrqBinding b;
+    b.srqn = srqn;
+    b.engine_id = id;
+    b.user_handle = req.user_handle;
+    b.region = region->data();
+    b.ring_offset = layout.part_offset[0];
+    b.geom = spec.geom;
+    b.limits = shm::WqeLimits{spec.geom.entry_size, spec.max_sge, 0};
+    b.async = c->async;
+    err = on_worker(w, [&](WorkerBase& wk) { wk.plane().bind_srq(b); });
+  }
+  if (err != 0) {
+    (void)on_worker(w, [&](WorkerBase& wk) { (void)wk.engine().destroy_srq(id); });
+    return err;
+  }
+  const uint32_t handle = c->next_handle++;
+  Srq& srq = c->srqs[handle];
+  srq.srqn = srqn;
+  srq.worker = w;
+  srq.engine_id = id;
+  srq.pd = req.pd_handle;
+  srq.region = region;
+  ++pd->second.refs;
+  resp->srq_handle = handle;
+  resp->srqn = srqn;
+  resp->worker = w;
+  resp->attr.max_wr = got.max_wr;
+  resp->attr.max_sge = got.max_sge;
+  resp->attr.srq_limit = got.srq_limit;
+  resp->region_size = region->size();
+  *region_fd = region->fd();
+  return 0;
+}
+
+int Resources::destroy_srq(uint32_t client, uint32_t handle) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto it = c->srqs.find(handle);
+  if (it == c->srqs.end()) return ENOENT;
+  Srq& srq = it->second;
+  if (srq.refs != 0) return EBUSY;
+  core::Status st;
+  if (int e = on_worker(srq.worker,
+                        [&](WorkerBase& wk) {
+                          st = wk.engine().destroy_srq(srq.engine_id);
+                          if (st.ok()) wk.plane().unbind_srq(srq.srqn);
+                        });
+      e != 0) {
+    return e;
+  }
+  if (!st.ok()) return st.to_errno();
+  --c->pds[srq.pd].refs;
+  c->srqs.erase(it);
+  return 0;
+}
+
+int Resources::modify_srq(uint32_t client, const burst_ctl_modify_srq_req& req) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto it = c->srqs.find(req.srq_handle);
+  if (it == c->srqs.end()) return ENOENT;
+  if (req.attr_mask & ~(BURST_CTL_SRQ_MAX_WR | BURST_CTL_SRQ_LIMIT)) return EINVAL;
+  if (req.attr_mask & BURST_CTL_SRQ_MAX_WR) return EOPNOTSUPP;  // no resizing
+  if (!(req.attr_mask & BURST_CTL_SRQ_LIMIT)) return 0;
+  core::Status st;
+  const Srq& srq = it->second;
+  if (int e = on_worker(srq.worker,
+                        [&](WorkerBase& wk) {
+                          st = wk.engine().modify_srq(srq.engine_id, req.attr.srq_limit);
+                        });
+      e != 0) {
+    return e;
+  }
+  return st.to_errno();
+}
+
+int Resources::query_srq(uint32_t client, uint32_t handle, burst_ctl_srq_attr* out) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto it = c->srqs.find(handle);
+  if (it == c->srqs.end()) return ENOENT;
+  core::Status st;
+  core::SrqAttr a;
+  const Srq& srq = it->second;
+  if (int e = on_worker(srq.worker,
+                        [&](WorkerBase& wk) { st = wk.engine().query_srq(srq.engine_id, &a); });
+      e != 0) {
+    return e;
+  }
+  if (!st.ok()) return st.to_errno();
+  out->max_wr = a.max_wr;
+  out->max_sge = a.max_sge;
+  out->srq_limit = a.srq_limit;
   return 0;
 }
 

@@ -70,6 +70,12 @@ class Resources {
   int create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle);
   int destroy_ah(uint32_t client, uint32_t handle);
   int set_async_fd(uint32_t client, int fd);  // adopts fd
+  // *region_fd stays owned by burstd.
+  int create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
+                 burst_ctl_create_srq_resp* resp, int* region_fd);
+  int destroy_srq(uint32_t client, uint32_t handle);
+  int modify_srq(uint32_t client, const burst_ctl_modify_srq_req& req);
+  int query_srq(uint32_t client, uint32_t handle, burst_ctl_srq_attr* out);
 
   // QPs with qpn >= start, ascending, at most max; *total = QPs in burstd,
   // *next = start of the next page (0 if none).
@@ -105,6 +111,15 @@ class Resources {
     uint32_t send_cq = 0;
     uint32_t recv_cq = 0;
     std::shared_ptr<shm::ShmRegion> region;  // SQ + RQ rings (null: control-path only)
+    uint32_t srq = 0;                        // handle, 0: none
+  };
+  struct Srq {
+    uint32_t srqn = 0;  // device-wide (doorbell handle)
+    uint32_t worker = 0;
+    uint32_t engine_id = 0;
+    uint32_t pd = 0;    // handle
+    uint32_t refs = 0;  // QPs using it
+    std::shared_ptr<shm::ShmRegion> region;
   };
   struct Mr {
     uint32_t lkey = 0;
@@ -121,6 +136,7 @@ class Resources {
     std::map<uint32_t, Qp> qps;
     std::map<uint32_t, Mr> mrs;
     std::map<uint32_t, uint32_t> ahs;  // handle -> AhTable slot
+    std::map<uint32_t, Srq> srqs;
   };
 
   Client* find(uint32_t client);
@@ -133,6 +149,7 @@ class Resources {
   Device& device_;
   uint32_t timeout_ms_;
   uint32_t next_worker_ = 0;
+  uint32_t next_srqn_ = 1;  // device-wide SRQ numbers (24 bits, doorbell handles)
   std::map<uint32_t, Client> clients_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker
   AhTable ahs_;

@@ -11,6 +11,9 @@ namespace burst::burstd {
 namespace {
 
 constexpr uint32_t kIbvEventQpFatal = 1;         // IBV_EVENT_QP_FATAL
+constexpr uint32_t kIbvEventSrqErr = 14;         // IBV_EVENT_SRQ_ERR
+constexpr uint32_t kIbvEventSrqLimit = 15;       // IBV_EVENT_SRQ_LIMIT_REACHED
+constexpr uint32_t kIbvEventLastWqe = 16;        // IBV_EVENT_QP_LAST_WQE_REACHED
 constexpr uint32_t kEntriesPerVisit = 64;        // per ring per poll: fairness between QPs
 constexpr uint64_t kSweepIntervalNs = 1'000'000;  // look at every ring at least this often
 constexpr uint32_t kCqeBatch = 64;
@@ -205,6 +208,59 @@ void ShmPlane::bind_qp(const ShmQpBinding& b) {
 
 void ShmPlane::unbind_qp(uint32_t qpn) { qps_.erase(qpn); }
 
+void ShmPlane::bind_srq(const ShmSrqBinding& b) {
+  SrqState st;
+  st.b = b;
+  st.ring = shm::RingConsumer(b.region, b.ring_offset, b.geom);
+  srqs_[b.srqn] = std::move(st);
+  if (copy_.size() < b.geom.entry_size) copy_.resize(b.geom.entry_size);
+}
+
+void ShmPlane::unbind_srq(uint32_t srqn) { srqs_.erase(srqn); }
+
+bool ShmPlane::drain_srq(core::Engine& engine, SrqState& st) {
+  if (st.failed) return false;
+  const uint32_t n = st.ring.Peek(kEntriesPerVisit);
+  bool bad = n == 0 && st.ring.fault() != shm::RingFault::kNone;
+  uint32_t done = 0;
+  for (; done < n && !bad; ++done) {
+    st.ring.CopyEntry(done, copy_.data());
+    core::RecvWr wr;
+    core::Status s = shm::DecodeRecvWqe(copy_.data(), st.b.limits, &wr);
+    if (s.ok()) s = engine.post_srq_recv(st.b.engine_id, wr);
+    if (s.errc() == core::Errc::kNoMemory) break;
+    bad = !s.ok();
+    if (bad) break;
+  }
+  st.ring.Release(done);
+  counters_.recv_wqes += done;
+  if (bad) {
+    // The SRQ stops taking work; its QPs keep what they have (IBV_EVENT_SRQ_ERR).
+    st.failed = true;
+    ++counters_.bad_wqes;
+    shm::MarkRingError(st.b.region, st.b.ring_offset,
+                       n == 0 ? BURST_SHM_RING_ERR_INDEX_OVERRUN : BURST_SHM_RING_ERR_BAD_ENTRY);
+    if (st.b.async) st.b.async->post(st.b.user_handle, kIbvEventSrqErr);
+    return true;
+  }
+  return done != 0;
+}
+
+void ShmPlane::engine_events(core::Engine& engine) {
+  uint32_t id = 0;
+  while (engine.take_srq_limit_event(&id)) {
+    for (auto& [srqn, st] : srqs_) {
+      if (st.b.engine_id == id && st.b.async) st.b.async->post(st.b.user_handle, kIbvEventSrqLimit);
+    }
+  }
+  while (engine.take_last_wqe_event(&id)) {
+    auto it = qps_.find(id);
+    if (it != qps_.end() && it->second.b.async) {
+      it->second.b.async->post(it->second.b.user_handle, kIbvEventLastWqe);
+    }
+  }
+}
+
 void ShmPlane::bind_cq(uint32_t shard, ShmCq* cq) { cqs_.emplace_back(shard, cq); }
 
 void ShmPlane::unbind_cq(uint32_t shard) {
@@ -318,6 +374,11 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
     const uint32_t n = doorbell_->Poll(recs, 32, now_ns);
     counters_.doorbells += n;
     for (uint32_t i = 0; i < n; ++i) {
+      if (recs[i].kind == BURST_SHM_DB_SRQ) {
+        auto sit = srqs_.find(recs[i].handle);
+        if (sit != srqs_.end()) worked |= drain_srq(engine, sit->second);
+        continue;
+      }
       auto it = qps_.find(recs[i].handle);
       if (it == qps_.end()) continue;  // a hint for a QP that is gone (or forged)
       if (recs[i].kind == BURST_SHM_DB_SQ) {
@@ -328,9 +389,14 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
     }
     worked |= n != 0;
   }
-  if (now_ns >= next_sweep_ns_ && !qps_.empty()) {
+  if (now_ns >= next_sweep_ns_ && (!qps_.empty() || !srqs_.empty())) {
     next_sweep_ns_ = now_ns + kSweepIntervalNs;
     ++counters_.sweeps;
+    for (auto& [srqn, st] : srqs_) {
+      const bool found = drain_srq(engine, st);
+      counters_.sweep_finds += found ? 1 : 0;
+      worked |= found;
+    }
     for (auto& [qpn, q] : qps_) {
       const bool found = drain_rq(engine, q) | drain_sq(engine, q);
       counters_.sweep_finds += found ? 1 : 0;
@@ -341,6 +407,7 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
 }
 
 bool ShmPlane::deliver(core::Engine& engine) {
+  engine_events(engine);
   uint32_t moved = 0;
   for (auto& [shard, cq] : cqs_) moved += cq->deliver(engine, shard);
   counters_.cqes += moved;

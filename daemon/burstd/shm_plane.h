@@ -152,17 +152,35 @@ struct ShmQpBinding {
   std::shared_ptr<AsyncSink> async;
 };
 
+// An SRQ as the plane binds it.
+struct ShmSrqBinding {
+  uint32_t srqn = 0;       // doorbell handle
+  uint32_t engine_id = 0;  // the Engine's SRQ id on this worker
+  uint64_t user_handle = 0;
+  uint8_t* region = nullptr;  // owned by Resources; outlives the binding
+  uint64_t ring_offset = 0;
+  shm::RingGeometry geom;
+  shm::WqeLimits limits;
+  std::shared_ptr<AsyncSink> async;
+};
+
 // One per worker; every call on the worker thread (bind/unbind inside commands).
 class ShmPlane {
  public:
   ShmPlane() = default;
   void set_doorbell(shm::ShmRegion* region, uint32_t log2_slots, uint64_t reclaim_ns);
+  void clear_doorbell() {
+    doorbell_.reset();
+    doorbell_hdr_ = nullptr;
+  }
   void set_ah_table(const AhTable* ahs) { ahs_ = ahs; }
 
   void bind_qp(const ShmQpBinding& b);
   void unbind_qp(uint32_t qpn);
   void bind_cq(uint32_t shard, ShmCq* cq);
   void unbind_cq(uint32_t shard);
+  void bind_srq(const ShmSrqBinding& b);
+  void unbind_srq(uint32_t srqn);
 
   // Doorbells (and, every sweep interval, every ring) -> Engine. True if any work.
   bool poll(core::Engine& engine, uint64_t now_ns);
@@ -185,6 +203,13 @@ class ShmPlane {
     shm::RingConsumer sq, rq;
     bool failed = false;  // moved to error by the plane: rings no longer read
   };
+  struct SrqState {
+    ShmSrqBinding b;
+    shm::RingConsumer ring;
+    bool failed = false;
+  };
+  bool drain_srq(core::Engine& engine, SrqState& s);
+  void engine_events(core::Engine& engine);
   bool drain_sq(core::Engine& engine, QpState& q);
   bool drain_rq(core::Engine& engine, QpState& q);
   void fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_t wr_id,
@@ -194,6 +219,7 @@ class ShmPlane {
   burst_shm_doorbell* doorbell_hdr_ = nullptr;
   const AhTable* ahs_ = nullptr;
   std::unordered_map<uint32_t, QpState> qps_;
+  std::unordered_map<uint32_t, SrqState> srqs_;  // by srqn
   std::vector<std::pair<uint32_t, ShmCq*>> cqs_;  // (Engine CQ shard, ring)
   std::vector<uint8_t> copy_;                     // one entry, copied out of a ring
   uint64_t next_sweep_ns_ = 0;

@@ -108,6 +108,10 @@ enum burst_ctl_op {
   BURST_CTL_OP_CREATE_AH = 27,
   BURST_CTL_OP_DESTROY_AH = 28,
   BURST_CTL_OP_SET_ASYNC_FD = 29, /* request carries the async-event pipe's write end */
+  BURST_CTL_OP_CREATE_SRQ = 30,   /* response carries the SRQ region's memfd */
+  BURST_CTL_OP_DESTROY_SRQ = 31,
+  BURST_CTL_OP_MODIFY_SRQ = 32,
+  BURST_CTL_OP_QUERY_SRQ = 33,
 };
 
 enum burst_ctl_backend {
@@ -403,9 +407,12 @@ struct burst_ctl_create_qp_req {
   uint16_t reserved;
   struct burst_ctl_qp_cap cap;
   uint64_t user_handle; /* returned in async events (the application's struct ibv_qp *) */
+  uint32_t srq_handle;  /* 0: the QP has its own receive queue */
+  uint32_t reserved2;
 };
 
-/* The response carries the QP region's memfd (kind QP: SQ ring, RQ ring). */
+/* The response carries the QP region's memfd (kind QP: SQ ring, RQ ring; no
+ * RQ ring (part_offset[1] == 0) for a QP on an SRQ). */
 struct burst_ctl_create_qp_resp {
   struct burst_ctl_hdr hdr;
   uint32_t qp_handle;
@@ -502,6 +509,48 @@ struct burst_ctl_async_event {
   uint32_t reserved;
 };
 
+struct burst_ctl_srq_attr {
+  uint32_t max_wr;
+  uint32_t max_sge;
+  uint32_t srq_limit;
+  uint32_t reserved;
+};
+
+struct burst_ctl_create_srq_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t pd_handle;
+  uint32_t reserved;
+  struct burst_ctl_srq_attr attr;
+  uint64_t user_handle; /* returned in async events (the application's struct ibv_srq *) */
+};
+
+/* The response carries the SRQ region's memfd (kind SRQ: one ring). Post to
+ * it, then ring the doorbell of `worker` with kind SRQ and handle srqn. */
+struct burst_ctl_create_srq_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t srq_handle;
+  uint32_t srqn;
+  uint32_t worker;
+  uint32_t reserved;
+  struct burst_ctl_srq_attr attr; /* as provided (rounded up) */
+  uint64_t region_size;
+};
+
+#define BURST_CTL_SRQ_MAX_WR 0x1u /* IBV_SRQ_MAX_WR: resizing, not supported */
+#define BURST_CTL_SRQ_LIMIT 0x2u  /* IBV_SRQ_LIMIT */
+
+struct burst_ctl_modify_srq_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t srq_handle;
+  uint32_t attr_mask; /* BURST_CTL_SRQ_* (IBV_SRQ_* values) */
+  struct burst_ctl_srq_attr attr;
+};
+
+struct burst_ctl_query_srq_resp {
+  struct burst_ctl_hdr hdr;
+  struct burst_ctl_srq_attr attr;
+};
+
 /* ---- layout checks ------------------------------------------------------- */
 
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hdr) == 24, "hdr size");
@@ -544,7 +593,11 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_req) == 24, "alloc_pd_r
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_resp) == 32, "alloc_pd_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_req) == 40, "create_cq_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_resp) == 40, "create_cq_resp size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_req) == 72, "create_qp_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_req) == 80, "create_qp_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_srq_req) == 56, "create_srq_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_srq_resp) == 64, "create_srq_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_srq_req) == 48, "modify_srq_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_srq_resp) == 40, "query_srq_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_resp) == 72, "create_qp_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 56, "reg_mr_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_resp) == 40, "reg_mr_resp size");

@@ -53,6 +53,14 @@ constexpr OpSpec kOps[] = {
                     burst_ctl_empty_resp),
     BURST_CTL_FIXED(BURST_CTL_OP_SET_ASYNC_FD, "SET_ASYNC_FD", burst_ctl_set_async_fd_req,
                     burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_SRQ, "CREATE_SRQ", burst_ctl_create_srq_req,
+                    burst_ctl_create_srq_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_SRQ, "DESTROY_SRQ", burst_ctl_handle_req,
+                    burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_MODIFY_SRQ, "MODIFY_SRQ", burst_ctl_modify_srq_req,
+                    burst_ctl_empty_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_QUERY_SRQ, "QUERY_SRQ", burst_ctl_handle_req,
+                    burst_ctl_query_srq_resp),
 };
 
 #undef BURST_CTL_FIXED

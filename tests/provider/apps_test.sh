@@ -19,7 +19,8 @@ CASES=("$@")
 
 netns_require_root "network namespaces, veth, XDP"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
-netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong
+netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong \
+  ibv_srq_pingpong
 netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
 [[ -d /sys/class/infiniband ]] &&
   skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
@@ -128,6 +129,7 @@ G=(-d burst0 -g 1)
 pair rc_pingpong 60 ibv_rc_pingpong "${G[@]}" -n 200 -- ibv_rc_pingpong "${G[@]}" -n 200
 pair rc_pingpong_events 60 ibv_rc_pingpong "${G[@]}" -n 200 -e -- ibv_rc_pingpong "${G[@]}" -n 200 -e
 pair rc_pingpong_chk 60 ibv_rc_pingpong "${G[@]}" -n 200 -c -- ibv_rc_pingpong "${G[@]}" -n 200 -c
+pair srq_pingpong 60 ibv_srq_pingpong "${G[@]}" -n 200 -- ibv_srq_pingpong "${G[@]}" -n 200
 pair ud_pingpong 60 ibv_ud_pingpong "${G[@]}" -n 200 -- ibv_ud_pingpong "${G[@]}" -n 200
 P=(-d burst0 -x 1 -F --report_gbits)
 pair write_bw 120 ib_write_bw "${P[@]}" -s 65536 -n 500 -- ib_write_bw "${P[@]}" -s 65536 -n 500

@@ -7,7 +7,7 @@
 // opens burst0, allocates a PD, creates a CQ and an RC QP (caps rounded up),
 // moves it INIT -> RTR -> RTS towards itself (dgid = the port's GID 1, dest QPN
 // = its own), queries it back (state and every attribute it set), checks the
-// errors of what is not there yet (EOPNOTSUPP: SRQ;
+// errors of what is not there (EOPNOTSUPP: UC, create_srq_ex;
 // EBUSY: a CQ or PD still in use; EINVAL: an address without GRH), a UD QP to
 // RTS, then writes the RC QP's number to --qpn-file and waits for --hold-until
 // to exist (so the test can look at burstd, or kill this process), and
@@ -136,7 +136,11 @@ void check_not_yet(ibv_pd* pd, ibv_cq* cq, ibv_qp* qp) {
   srq.attr.max_wr = 16;
   srq.attr.max_sge = 1;
   errno = 0;
-  CHECK(ibv_create_srq(pd, &srq) == nullptr && errno == EOPNOTSUPP, "create_srq");
+  ibv_srq* s = ibv_create_srq(pd, &srq);
+  CHECK(s != nullptr && srq.attr.max_wr >= 16, "create_srq: errno %d", errno);
+  ibv_srq_attr sa{};
+  CHECK(s != nullptr && ibv_query_srq(s, &sa) == 0 && sa.max_wr >= 16, "query_srq");
+  CHECK(s != nullptr && ibv_destroy_srq(s) == 0, "destroy_srq");
   CHECK(ibv_qp_to_qp_ex(qp) == nullptr, "no ibv_qp_ex without the work-request API");
   // In use: burstd refuses, the objects stay usable.
   CHECK(ibv_destroy_cq(cq) == EBUSY, "destroy_cq with a QP on it");

@@ -61,7 +61,7 @@ void EnginePair::set_faults(int side, const datapath::LoopbackFaults& f) {
     throw std::runtime_error("fault injection needs a BURST_TESTING build");
 }
 
-size_t EnginePair::connect_rc(uint32_t access) {
+size_t EnginePair::connect_rc(uint32_t access, std::array<uint32_t, 2> srq) {
   QpPair p{};
   for (int i = 0; i < 2; ++i) {
     core::QpInitAttr ia{};
@@ -71,6 +71,7 @@ size_t EnginePair::connect_rc(uint32_t access) {
     ia.recv_cq = host(i).cq;
     ia.cap = opt_.cap;
     ia.sq_sig_all = false;
+    ia.srq = srq[i];
     check(engine(i).create_qp(ia, &p.qpn[i]), "create_qp");
   }
   for (int i = 0; i < 2; ++i) {
@@ -113,7 +114,7 @@ size_t EnginePair::connect_rc(uint32_t access) {
   return qps_.size() - 1;
 }
 
-size_t EnginePair::create_ud(uint32_t qkey) {
+size_t EnginePair::create_ud(uint32_t qkey, std::array<uint32_t, 2> srq) {
   QpPair p{};
   for (int i = 0; i < 2; ++i) {
     core::QpInitAttr ia{};
@@ -122,6 +123,7 @@ size_t EnginePair::create_ud(uint32_t qkey) {
     ia.send_cq = host(i).cq;
     ia.recv_cq = host(i).cq;
     ia.cap = opt_.cap;
+    ia.srq = srq[i];
     check(engine(i).create_qp(ia, &p.qpn[i]), "create_qp(UD)");
     core::QpAttr a{};
     a.qp_state = core::QpState::kInit;

@@ -5,6 +5,7 @@
 // Setup errors throw std::runtime_error naming the call that failed.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -56,11 +57,13 @@ class EnginePair {
   uint64_t now_ns() const { return now_ns_; }
 
   // Creates one RC QP on each side and connects them (INIT, RTR, RTS).
+  // srq[i] != 0: side i's QP receives from that SRQ of engine(i).
   // Returns the pair index.
   size_t connect_rc(uint32_t access = core::kAccessLocalWrite | core::kAccessRemoteWrite |
-                                      core::kAccessRemoteRead | core::kAccessRemoteAtomic);
-  // Creates one UD QP on each side (RTS), Q_Key `qkey`.
-  size_t create_ud(uint32_t qkey);
+                                      core::kAccessRemoteRead | core::kAccessRemoteAtomic,
+                    std::array<uint32_t, 2> srq = {});
+  // Creates one UD QP on each side (RTS), Q_Key `qkey` (srq as for connect_rc).
+  size_t create_ud(uint32_t qkey, std::array<uint32_t, 2> srq = {});
   uint32_t qpn(size_t pair, int side) const { return qps_[pair].qpn[side]; }
 
   // Registers `len` bytes at `mem` on host `side`.
