@@ -137,10 +137,13 @@ pair write_bw_1m 120 ib_write_bw "${P[@]}" -s 1048576 -n 50 -- ib_write_bw "${P[
 pair write_bw_q8 120 ib_write_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_write_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair write_bw_sweep 300 ib_write_bw "${P[@]}" -a -n 50 -- ib_write_bw "${P[@]}" -a -n 50
 pair read_bw 120 ib_read_bw "${P[@]}" -s 65536 -n 500 -- ib_read_bw "${P[@]}" -s 65536 -n 500
+pair read_bw_q8 120 ib_read_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_read_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair read_bw_sweep 300 ib_read_bw "${P[@]}" -a -n 50 -- ib_read_bw "${P[@]}" -a -n 50
 pair send_bw 120 ib_send_bw "${P[@]}" -s 65536 -n 500 -- ib_send_bw "${P[@]}" -s 65536 -n 500
+pair send_bw_q8 120 ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair send_bw_sweep 300 ib_send_bw "${P[@]}" -a -n 50 -- ib_send_bw "${P[@]}" -a -n 50
 pair atomic_bw 120 ib_atomic_bw "${P[@]}" -n 500 -- ib_atomic_bw "${P[@]}" -n 500
+pair atomic_bw_sweep 120 ib_atomic_bw "${P[@]}" -a -n 200 -- ib_atomic_bw "${P[@]}" -a -n 200
 pair atomic_bw_q8 120 ib_atomic_bw "${P[@]}" -n 200 -q 8 -- ib_atomic_bw "${P[@]}" -n 200 -q 8
 pair write_lat 120 ib_write_lat "${P[@]}" -s 8 -n 500 -- ib_write_lat "${P[@]}" -s 8 -n 500
 pair read_lat 120 ib_read_lat "${P[@]}" -s 8 -n 500 -- ib_read_lat "${P[@]}" -s 8 -n 500

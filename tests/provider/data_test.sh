@@ -108,9 +108,15 @@ rc=$?
 ENVS=()
 [[ $rc -eq 137 || $rc -eq 9 ]] || { cat "$TMP/die"; failhard "the hook did not kill the probe (exit $rc)"; }
 run access >"$TMP/access3" 2>&1 || { cat "$TMP/access3"; failhard "access probe after a dead producer"; }
-reclaimed=$(counter shm.doorbell_reclaimed)
-echo "ok: next application works; doorbell slots reclaimed: ${reclaimed:-?}"
-[[ ${reclaimed:-0} -ge 1 ]] || failhard "no doorbell slot reclaimed (counter ${reclaimed:-missing})"
+# The next application does not wait for the reclaim (burstd also sweeps every ring each
+# millisecond); the dead slot is reclaimed once it has been stuck for the timeout (50 ms).
+for _ in $(seq 40); do
+  reclaimed=$(counter shm.doorbell_reclaimed)
+  [[ ${reclaimed:-0} -ge 1 ]] && break
+  sleep 0.1
+done
+echo "ok: next application works; doorbell slots reclaimed: ${reclaimed:-0}"
+[[ ${reclaimed:-0} -ge 1 ]] || failhard "no doorbell slot reclaimed (counters omit zero values)"
 
 log "burstd stopped under an application blocked on its completion channel"
 nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 60 "$BURSTCTL" run --netdev v0 \
