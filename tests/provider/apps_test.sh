@@ -143,7 +143,7 @@ pair send_bw 120 ib_send_bw "${P[@]}" -s 65536 -n 500 -- ib_send_bw "${P[@]}" -s
 pair send_bw_q8 120 ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair send_bw_sweep 300 ib_send_bw "${P[@]}" -a -n 50 -- ib_send_bw "${P[@]}" -a -n 50
 pair atomic_bw 120 ib_atomic_bw "${P[@]}" -n 500 -- ib_atomic_bw "${P[@]}" -n 500
-pair atomic_bw_sweep 120 ib_atomic_bw "${P[@]}" -a -n 200 -- ib_atomic_bw "${P[@]}" -a -n 200
+pair atomic_bw_cas 120 ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200 -- ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200
 pair atomic_bw_q8 120 ib_atomic_bw "${P[@]}" -n 200 -q 8 -- ib_atomic_bw "${P[@]}" -n 200 -q 8
 pair write_lat 120 ib_write_lat "${P[@]}" -s 8 -n 500 -- ib_write_lat "${P[@]}" -s 8 -n 500
 pair read_lat 120 ib_read_lat "${P[@]}" -s 8 -n 500 -- ib_read_lat "${P[@]}" -s 8 -n 500
