@@ -251,7 +251,10 @@ if [[ -n $CHANNEL_PROBE ]]; then
   # Any library of the probe's own ELF class will do as "the caller's preload".
   keep=$(ldd "$CHANNEL_PROBE" | awk '/libibverbs\.so/ {print $3; exit}')
   [[ -f $keep ]] || fail "cannot find the probe's libibverbs ($keep)"
-  inns env TMPDIR="$TMP/tmpdir" LD_PRELOAD="$keep" timeout 60 "$BURSTCTL" run --netdev v0 \
+  # (burstctl itself starts with that LD_PRELOAD: a sanitizer build of it must not insist on
+  # its runtime coming first.)
+  inns env TMPDIR="$TMP/tmpdir" LD_PRELOAD="$keep" ASAN_OPTIONS=verify_asan_link_order=0 \
+    timeout 60 "$BURSTCTL" run --netdev v0 \
     --socket "$SOCK" -- "${CMD_ENV[@]}" env BURST_PROBE_KEEP_PRELOAD="$keep" "$CHANNEL_PROBE" \
     >"$TMP/chanprobe" 2>&1
   rc=$?
