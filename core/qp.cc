@@ -151,7 +151,9 @@ Status Engine::check_attr_values(const Qp& qp, const QpAttr& a, uint32_t mask) c
   if ((mask & kQpRetryCnt) && a.retry_cnt > 7) return Errc::kInvalid;
   if ((mask & kQpRnrRetry) && a.rnr_retry > 7) return Errc::kInvalid;
   if ((mask & kQpMinRnrTimer) && a.min_rnr_timer > 31) return Errc::kInvalid;
-  if ((mask & kQpMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic) return Errc::kInvalid;
+  // max_rd_atomic (initiator depth) above the device limit is clamped in apply_attrs, not
+  // refused: it only bounds what this QP sends, and perftest sets it to the peer's
+  // max_qp_rd_atom (128 on Linux rxe). max_dest_rd_atomic commits responder resources: refused.
   if ((mask & kQpMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic) return Errc::kInvalid;
   if ((mask & kQpDestQpn) && a.dest_qp_num > wire::kQpnMask) return Errc::kInvalid;
   if ((mask & kQpAccessFlags) && (a.qp_access_flags & ~kKnownAccess) != 0) return Errc::kInvalid;
@@ -173,7 +175,9 @@ void Engine::apply_attrs(Qp& qp, const QpAttr& a, uint32_t mask) {
   if (mask & kQpRetryCnt) d.retry_cnt = a.retry_cnt;
   if (mask & kQpRnrRetry) d.rnr_retry = a.rnr_retry;
   if (mask & kQpRqPsn) d.rq_psn = a.rq_psn & wire::kPsnMask;
-  if (mask & kQpMaxQpRdAtomic) d.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kQpMaxQpRdAtomic) {
+    d.max_rd_atomic = static_cast<uint8_t>(std::min<uint32_t>(a.max_rd_atomic, kMaxRdAtomic));
+  }
   if (mask & kQpMinRnrTimer) d.min_rnr_timer = a.min_rnr_timer;
   if (mask & kQpSqPsn) d.sq_psn = a.sq_psn & wire::kPsnMask;
   if (mask & kQpMaxDestRdAtomic) d.max_dest_rd_atomic = a.max_dest_rd_atomic;

@@ -36,7 +36,7 @@ FAILED=()
 BPID=
 
 burstd_start() {
-  nsenter --net="/run/netns/$INTEROP_NS" "$BURSTD" --backend xdp --netdev "$INTEROP_BURST_IF" \
+  nsenter --net="/run/netns/$INTEROP_NS" "$BURSTD" --backend xdp --netdev "$INTEROP_BURST_IF" ${MATRIX_BURSTD_ARGS:-} \
     --workers 1 --socket "$SOCK" >>"$INTEROP_RUN/burstd.log" 2>&1 &
   BPID=$!
   for _ in $(seq 100); do
