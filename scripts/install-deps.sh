@@ -17,6 +17,7 @@ PKGS=(
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
+  qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
 )
 
 if [[ $(id -u) -ne 0 ]]; then
