@@ -11,7 +11,9 @@
 # $INTEROP_RUN/matrix.md (kept with INTEROP_KEEP=1), one line per cell with the client's figure.
 # Usage (root): tests/interop/matrix.sh [BUILD_DIR]
 # Settings: MATRIX_TOOLS, MATRIX_DIRS ("b2r r2b"), MATRIX_MTUS ("1024 4096"), MATRIX_LOSS ("0 1"),
-#   MATRIX_DEADLINE (s, default 3000). Exit 0 = every cell passed, 77 = skipped, 1 = a cell failed.
+#   MATRIX_DEADLINE (s, default 3000), MATRIX_CAPTURE_DIR (keep the first MATRIX_CAPTURE_FRAMES (24)
+#   RoCEv2 frames of each cell there, both directions: the golden fixtures of tests/fixtures/interop).
+# Exit 0 = every cell passed, 77 = skipped, 1 = a cell failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib/guest.sh"
@@ -104,6 +106,16 @@ cell() {  # TOOL DIR MTU LOSS
       tee -a "$RESULTS"
     return 0
   fi
+  local cap=
+  if [[ -n ${MATRIX_CAPTURE_DIR:-} ]]; then
+    mkdir -p "$MATRIX_CAPTURE_DIR"
+    # nsenter execs tcpdump: $! is tcpdump itself.
+    nsenter --net="/run/netns/$INTEROP_NS" tcpdump -i iveth-br -nn -s 0 -U \
+      -c "${MATRIX_CAPTURE_FRAMES:-24}" -w "$MATRIX_CAPTURE_DIR/${tool}_${dir}_mtu${mtu}.pcap" \
+      'udp port 4791' 2>/dev/null &
+    cap=$!
+    sleep 1.5  # tcpdump takes a while to attach under emulation load
+  fi
   if [[ $dir == b2r ]]; then
     s=$(guest_spawn -t 150 "$G" "$(cmdline "$tool" rxe "$mtu")")
     guest_wait_listen "$G" 18515 30
@@ -123,6 +135,10 @@ cell() {  # TOOL DIR MTU LOSS
     rc_c=$?
     wait "$sp"
     rc_s=$?
+  fi
+  if [[ -n $cap ]]; then
+    kill "$cap" 2>/dev/null
+    wait "$cap" 2>/dev/null
   fi
   fig=$(figure "$tool" "$out.client")
   if [[ $rc_c -eq 0 && $rc_s -eq 0 ]]; then
