@@ -125,6 +125,10 @@ int Engine::poll_cq(uint32_t cq_id, Wc* wc, int max) {
   return cqs_[cq_id].cq.poll(wc, max);
 }
 
+uint32_t Engine::cq_size(uint32_t cq_id) const {
+  return cq_id != 0 && cq_id < cqs_.size() && cqs_[cq_id].in_use ? cqs_[cq_id].cq.size() : 0;
+}
+
 bool Engine::cq_error(uint32_t cq_id) const {
   return cq_id != 0 && cq_id < cqs_.size() && cqs_[cq_id].in_use && cqs_[cq_id].cq.error();
 }

@@ -132,6 +132,7 @@ class Engine {
   Status post_recv(uint32_t qpn, const RecvWr& wr);
   int poll_cq(uint32_t cq_id, Wc* wc, int max);
   bool cq_error(uint32_t cq_id) const;  // CQ overrun happened
+  uint32_t cq_size(uint32_t cq_id) const;  // completions waiting to be polled (0 for a bad id)
 
   // Shared receive queues (owning thread; core/srq.cc). create_srq: kInvalid for
   // max_wr 0 or above kMaxQpWr, max_sge above kMaxSge, srq_limit above the

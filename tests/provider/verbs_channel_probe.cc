@@ -31,32 +31,9 @@
 
 #include "provider/shim/burst_shim.h"
 
+#include "tests/provider/probe_util.h"
+
 namespace {
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "FAIL: %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, " [%s]\n", #cond);                    \
-      std::exit(1);                                              \
-    }                                                            \
-  } while (0)
-
-ibv_context* open_burst0() {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  CHECK(list != nullptr, "ibv_get_device_list: %s", std::strerror(errno));
-  ibv_device* dev = nullptr;
-  for (int i = 0; i < n; ++i) {
-    if (std::strcmp(ibv_get_device_name(list[i]), "burst0") == 0) dev = list[i];
-  }
-  CHECK(dev != nullptr, "no burst0 (run under burstctl run)");
-  ibv_context* ctx = ibv_open_device(dev);
-  CHECK(ctx != nullptr, "ibv_open_device: %s", std::strerror(errno));
-  ibv_free_device_list(list);
-  return ctx;
-}
 
 }  // namespace
 
@@ -64,7 +41,7 @@ int main() {
   if (std::getenv("BURST_PROBE_NO_SHIM") != nullptr) {
     // Without the shim the write reaches /dev/full: a clean ENOSPC.
     CHECK(dlsym(RTLD_DEFAULT, BURST_SHIM_CHANNEL_PEER_SYMBOL) == nullptr, "the shim is loaded");
-    ibv_context* ctx = open_burst0();
+    ibv_context* ctx = burst::test::open_burst0();
     errno = 0;
     CHECK(ibv_create_comp_channel(ctx) == nullptr && errno == ENOSPC,
           "ibv_create_comp_channel without the shim: errno %d", errno);
@@ -82,7 +59,7 @@ int main() {
       dlsym(RTLD_DEFAULT, BURST_SHIM_CHANNEL_PEER_SYMBOL));
   CHECK(peer_of != nullptr, "%s not found: the shim is not loaded", BURST_SHIM_CHANNEL_PEER_SYMBOL);
 
-  ibv_context* ctx = open_burst0();
+  ibv_context* ctx = burst::test::open_burst0();
 
   ibv_comp_channel* ch = ibv_create_comp_channel(ctx);
   CHECK(ch != nullptr, "ibv_create_comp_channel: %s", std::strerror(errno));

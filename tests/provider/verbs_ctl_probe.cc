@@ -22,17 +22,9 @@
 #include <cstring>
 #include <string>
 
-namespace {
+#include "tests/provider/probe_util.h"
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "FAIL: %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, " [%s]\n", #cond);                    \
-      std::exit(1);                                              \
-    }                                                            \
-  } while (0)
+namespace {
 
 constexpr uint32_t kRqPsn = 0x123456;
 constexpr uint32_t kSqPsn = 0x654321;
@@ -220,16 +212,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  CHECK(list != nullptr, "no RDMA devices: %s", std::strerror(errno));
-  ibv_device* dev = nullptr;
-  for (int i = 0; i < n; ++i) {
-    if (std::strcmp(ibv_get_device_name(list[i]), "burst0") == 0) dev = list[i];
-  }
-  CHECK(dev != nullptr, "no burst0 (run under burstctl run)");
-  ibv_context* ctx = ibv_open_device(dev);
-  CHECK(ctx != nullptr, "open burst0: %s", std::strerror(errno));
+  ibv_context* ctx = burst::test::open_burst0();
   ibv_gid gid{};
   CHECK(ibv_query_gid(ctx, 1, 1, &gid) == 0, "GID 1");
 
@@ -281,7 +264,6 @@ int main(int argc, char** argv) {
   CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
   CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
   CHECK(ibv_close_device(ctx) == 0, "close_device");
-  ibv_free_device_list(list);
   std::printf("PASS\n");
   return 0;
 }

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/provider/probe_util.h"
+
 namespace {
 
 int g_failures = 0;
@@ -47,13 +49,8 @@ struct Dev {
 };
 
 Dev open_dev() {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  if (list == nullptr || n == 0) die("no RDMA device");
   Dev d;
-  d.ctx = ibv_open_device(list[0]);
-  ibv_free_device_list(list);
-  if (d.ctx == nullptr) die("ibv_open_device");
+  d.ctx = burst::test::open_burst0();
   d.pd = ibv_alloc_pd(d.ctx);
   if (d.pd == nullptr) die("ibv_alloc_pd");
   if (ibv_query_gid(d.ctx, 1, 1, &d.gid) != 0) die("ibv_query_gid");

@@ -22,17 +22,9 @@
 #include <ctime>
 #include <initializer_list>
 
-namespace {
+#include "tests/provider/probe_util.h"
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "FAIL: %s:%d: ", __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, " [%s]\n", #cond);                    \
-      std::exit(1);                                              \
-    }                                                            \
-  } while (0)
+namespace {
 
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 constexpr size_t kLen = 4096;
@@ -96,16 +88,7 @@ int poll_n(ibv_cq* cq, ibv_wc* wc, int n, int seconds) {
 }  // namespace
 
 int main() {
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  CHECK(list != nullptr, "ibv_get_device_list: %s", std::strerror(errno));
-  ibv_device* dev = nullptr;
-  for (int i = 0; i < n; ++i) {
-    if (std::strcmp(ibv_get_device_name(list[i]), "burst0") == 0) dev = list[i];
-  }
-  CHECK(dev != nullptr, "no burst0 (run under burstctl run)");
-  ibv_context* ctx = ibv_open_device(dev);
-  CHECK(ctx != nullptr, "ibv_open_device: %s", std::strerror(errno));
+  ibv_context* ctx = burst::test::open_burst0();
   ibv_gid gid{};
   CHECK(ibv_query_gid(ctx, 1, 1, &gid) == 0, "query_gid 1");
 
@@ -221,7 +204,6 @@ int main() {
   CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
   CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
   CHECK(ibv_close_device(ctx) == 0, "close_device");
-  ibv_free_device_list(list);
   std::printf("PASS\n");
   return 0;
 }
