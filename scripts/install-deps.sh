@@ -18,6 +18,8 @@ PKGS=(
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
+  dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
+  python3-matplotlib                      # bench/: plots in docs/benchmarks.md
 )
 
 if [[ $(id -u) -ne 0 ]]; then

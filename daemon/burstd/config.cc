@@ -1,5 +1,6 @@
 #include "daemon/burstd/config.h"
 
+#include <arpa/inet.h>
 #include <ini.h>
 #include <sys/stat.h>
 
@@ -56,7 +57,25 @@ int on_entry(void* user, const char* section, const char* name, const char* valu
 
 }  // namespace
 
-const char* backend_kind_name(BackendKind b) { return b == BackendKind::kXdp ? "xdp" : "loopback"; }
+const char* backend_kind_name(BackendKind b) {
+  switch (b) {
+    case BackendKind::kXdp:
+      return "xdp";
+    case BackendKind::kDpdk:
+      return "dpdk";
+    case BackendKind::kLoopback:
+      break;
+  }
+  return "loopback";
+}
+
+bool have_dpdk_backend() {
+#ifdef BURSTD_WITH_DPDK
+  return true;
+#else
+  return false;
+#endif
+}
 
 const char* xdp_mode_name(XdpMode m) {
   switch (m) {
@@ -97,10 +116,14 @@ bool set_config_value(Config* c, const std::string& key, const std::string& valu
     } else if (value == "loopback") {
       c->backend = BackendKind::kLoopback;
     } else if (value == "dpdk") {
-      *error = "backend 'dpdk' is not available yet: use xdp or loopback";
-      return false;
+      if (!have_dpdk_backend()) {
+        *error = "backend 'dpdk': this burstd was built without DPDK (configure with "
+                 "-DBURST_WITH_DPDK=ON and dpdk-dev); use xdp or loopback";
+        return false;
+      }
+      c->backend = BackendKind::kDpdk;
     } else {
-      return bad("xdp or loopback");
+      return bad("xdp, dpdk or loopback");
     }
   } else if (key == "workers") {
     if (!parse_u32(value, 1, BURST_CTL_MAX_WORKERS, 10, &c->workers)) {
@@ -156,6 +179,51 @@ bool set_config_value(Config* c, const std::string& key, const std::string& valu
     }
   } else if (key == "max_clients") {
     if (!parse_u32(value, 1, 65'536, 10, &c->max_clients)) return bad("1..65536");
+  } else if (key == "dpdk_port") {
+    if (value.empty() || value.find_first_of(" \t") != std::string::npos)
+      return bad("DPDK devargs without spaces (net_af_packet0,iface=eth0 or 0000:3b:00.0)");
+    c->dpdk_port = value;
+  } else if (key == "dpdk_eal") {
+    c->dpdk_eal = value;
+  } else if (key == "dpdk_hugepages") {
+    if (value == "auto") {
+      c->dpdk_hugepages = Hugepages::kAuto;
+    } else if (value == "on") {
+      c->dpdk_hugepages = Hugepages::kOn;
+    } else if (value == "off") {
+      c->dpdk_hugepages = Hugepages::kOff;
+    } else {
+      return bad("auto, on or off");
+    }
+  } else if (key == "dpdk_flow") {
+    if (value == "on") {
+      c->dpdk_flow = true;
+    } else if (value == "off") {
+      c->dpdk_flow = false;
+    } else {
+      return bad("on or off");
+    }
+  } else if (key == "address") {
+    std::vector<std::string> list;
+    size_t pos = 0;
+    while (pos <= value.size()) {
+      size_t comma = value.find(',', pos);
+      if (comma == std::string::npos) comma = value.size();
+      std::string item = value.substr(pos, comma - pos);
+      item.erase(0, item.find_first_not_of(" \t"));
+      item.erase(item.find_last_not_of(" \t") + 1);
+      const size_t slash = item.find('/');
+      in_addr a{};
+      uint32_t len = 32;
+      if (item.empty() || inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) != 1 ||
+          (slash != std::string::npos &&
+           !parse_u32(item.substr(slash + 1), 1, 32, 10, &len)))
+        return bad("IPv4 addresses with prefix length, comma-separated (10.0.0.1/24); IPv6 "
+                   "needs neighbour discovery, which burst does not do itself yet");
+      list.push_back(item.substr(0, slash) + "/" + std::to_string(len));
+      pos = comma + 1;
+    }
+    c->addresses = list;
   } else if (key == "log_level") {
     LogLevel l;
     if (!parse_log_level(value, &l)) return bad("error, warning, info or debug");
@@ -198,6 +266,18 @@ bool validate_config(const Config& c, std::string* error) {
     *error =
         "backend xdp needs a netdev: set 'netdev = IF' in the config file or pass --netdev IF "
         "(or use --backend loopback)";
+    return false;
+  }
+  if (c.backend == BackendKind::kDpdk && c.dpdk_port.empty() && c.netdev.empty()) {
+    *error =
+        "backend dpdk needs a port: set 'dpdk_port = DEVARGS' (e.g. net_memif0,role=server or a "
+        "PCI address) or 'netdev = IF' (then net_af_packet on IF)";
+    return false;
+  }
+  if (c.backend == BackendKind::kDpdk && c.netdev.empty() && c.addresses.empty()) {
+    *error =
+        "backend dpdk on a port without a kernel netdev needs its addresses: set "
+        "'address = A.B.C.D/LEN' (or 'netdev = IF' when a kernel netdev stands behind the port)";
     return false;
   }
   if (c.workers == 0 || c.workers > BURST_CTL_MAX_WORKERS) {

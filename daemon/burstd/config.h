@@ -2,8 +2,8 @@
 // with command-line overrides. Example:
 //
 //   # burstd.conf
-//   netdev = eth0            # the netdev that carries RoCE (xdp backend)
-//   backend = xdp            # xdp | loopback
+//   netdev = eth0            # the netdev that carries RoCE (xdp; dpdk on a kernel netdev)
+//   backend = xdp            # xdp | dpdk | loopback
 //   workers = 2              # worker threads (1..64)
 //   socket = /run/burst/burstd.sock
 //   socket_mode = 0666       # who may connect (access is checked per client later)
@@ -15,10 +15,19 @@
 //   command_timeout_ms = 2000
 //   max_clients = 1024
 //   log_level = info         # error | warning | info | debug
+//   # backend = dpdk (datapath/dpdk/dpdk_port.h):
+//   dpdk_port = net_af_packet0,iface=eth0,qpairs=2   # vdev devargs or a PCI address;
+//                            # default with a netdev: net_af_packet on it, one qpair per worker
+//   dpdk_eal = --log-level=pmd.net.memif:debug        # extra EAL arguments
+//   dpdk_hugepages = auto    # auto | on | off (normal pages: --no-huge)
+//   dpdk_flow = on           # rte_flow rules steering UDP 4791 where the PMD has them
+//   address = 10.0.0.1/24    # a port with no kernel netdev (PCI, memif, tap user side):
+//                            # its IPv4 addresses (comma-separated); burst answers ARP
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "daemon/ctl/burst_ctl_proto.h"
 
@@ -26,7 +35,8 @@ namespace burst::burstd {
 
 inline constexpr char kDefaultConfigPath[] = "/etc/burst/burstd.conf";
 
-enum class BackendKind : uint8_t { kXdp, kLoopback };
+enum class BackendKind : uint8_t { kXdp, kLoopback, kDpdk };
+enum class Hugepages : uint8_t { kAuto, kOn, kOff };
 enum class XdpMode : uint8_t { kAuto, kNative, kGeneric };
 enum class ZeroCopy : uint8_t { kAuto, kOn, kOff };
 
@@ -44,6 +54,12 @@ struct Config {
   uint32_t command_timeout_ms = 2000;
   uint32_t max_clients = 1024;
   std::string log_level = "info";
+  // backend = dpdk
+  std::string dpdk_port;
+  std::string dpdk_eal;
+  Hugepages dpdk_hugepages = Hugepages::kAuto;
+  bool dpdk_flow = true;
+  std::vector<std::string> addresses;  // "a.b.c.d/len", for a port without a netdev
 };
 
 // Reads `path` into *c (keys not in the file keep their value). `required`:
@@ -56,11 +72,13 @@ bool load_config(const std::string& path, bool required, Config* c, bool* missin
 bool set_config_value(Config* c, const std::string& key, const std::string& value,
                       std::string* error);
 
-// Checks the combination (xdp needs a netdev, workers range ...).
+// Checks the combination (xdp needs a netdev, dpdk a port or a netdev, workers range ...).
 bool validate_config(const Config& c, std::string* error);
 
 const char* backend_kind_name(BackendKind b);
 const char* xdp_mode_name(XdpMode m);
 const char* zero_copy_name(ZeroCopy z);
+// Whether this burstd was built with the DPDK backend.
+bool have_dpdk_backend();
 
 }  // namespace burst::burstd

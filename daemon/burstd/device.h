@@ -4,6 +4,9 @@
 //   xdp:      XdpPort (the roce_steer program on the netdev), one XdpQueue per RX
 //             queue (RSS spreads frames over all of them), worker w serving queues
 //             w, w+N, ... as one QueueSet; Handoff rings between the workers.
+//   dpdk:     DpdkPort (one ethdev: a vdev on a kernel netdev, memif, tap, or a
+//             PCI device), worker w serving RX/TX queue pair w; an ArpAgent
+//             answers ARP when no kernel netdev stands behind the port.
 //   loopback: one ReflectPort per worker (the port hears its own frames).
 //
 // Every worker has its own Engine; QPNs are striped over the workers
@@ -30,6 +33,8 @@
 namespace burst::datapath {
 class XdpPort;
 class XdpQueue;
+class DpdkPort;
+class ArpAgent;
 }  // namespace burst::datapath
 
 namespace burst::burstd {
@@ -48,6 +53,9 @@ struct DeviceInfo {
   uint32_t xdp_prog_id = 0;
   uint8_t memory_mode = BURST_CTL_MEM_CMA;
   uint32_t workers = 0;
+  std::string dpdk_port;    // dpdk: the port's name ("net_af_packet0", "0000:3b:00.0")
+  std::string dpdk_driver;  // dpdk: the PMD ("net_af_packet", "net_memif", ...)
+  std::string notes;        // fallbacks the backend chose at open, "" if none
   std::vector<std::vector<uint32_t>> worker_queues;  // queue ids per worker
   // Limits.
   uint32_t max_qp_per_worker = 0;
@@ -74,14 +82,23 @@ class Device {
 
   // Port state now (the netdev's carrier for XDP; always active for loopback).
   uint8_t port_state() const;
-  // Device-level counters read by the control plane (XDP steering program).
+  // Device-level counters read by the control plane (XDP steering program,
+  // DPDK port statistics, ARP agent).
   std::vector<std::pair<std::string, uint64_t>> port_counters() const;
+  // The destination MAC of a path to `dgid` (control thread): the port's own
+  // MAC on loopback, the kernel's neighbour table on a netdev, the ARP agent
+  // on a DPDK port without one. 0 or an errno value with *message.
+  int resolve_dmac(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
+                   std::string* message) const;
 
  private:
   Device() = default;
   bool open_xdp(const Config& config, std::string* error);
   bool open_loopback(const Config& config, std::string* error);
+  bool open_dpdk(const Config& config, std::string* error);
   core::EngineConfig engine_config(uint32_t w) const;
+  std::vector<std::pair<std::string, uint64_t>> xdp_counters() const;
+  std::vector<std::pair<std::string, uint64_t>> dpdk_counters() const;
 
   DeviceInfo info_;
   WorkerOptions worker_options_;
@@ -89,6 +106,8 @@ class Device {
   std::unique_ptr<core::Handoff> handoff_;
   std::unique_ptr<datapath::XdpPort> xdp_port_;
   std::vector<std::unique_ptr<datapath::XdpQueue>> xdp_queues_;
+  std::unique_ptr<datapath::ArpAgent> arp_;
+  std::unique_ptr<datapath::DpdkPort> dpdk_port_;
   std::vector<std::unique_ptr<WorkerBase>> workers_;
 };
 

@@ -39,8 +39,14 @@ int fail(const std::string& msg) {
 std::string describe(const Device& d) {
   const DeviceInfo& i = d.info();
   std::string s = i.ibdev + " on ";
-  s += i.netdev.empty() ? std::string("a loopback port")
-                        : i.netdev + " (ifindex " + std::to_string(i.ifindex) + ")";
+  if (i.backend == BURST_CTL_BACKEND_DPDK) {
+    s += "DPDK port " + i.dpdk_port + " (" + i.dpdk_driver + ")" +
+         (i.netdev.empty() ? std::string(", no kernel netdev: ARP answered by burst")
+                           : ", kernel netdev " + i.netdev);
+  } else {
+    s += i.netdev.empty() ? std::string("a loopback port")
+                          : i.netdev + " (ifindex " + std::to_string(i.ifindex) + ")";
+  }
   s += ", MAC " + net::format_mac(i.mac) + ", MTU " + std::to_string(i.mtu) + ", backend " +
        ctl::backend_name(i.backend);
   if (i.backend == BURST_CTL_BACKEND_XDP) {
@@ -69,7 +75,7 @@ int run(int argc, char** argv) {
       app.add_option("--config", config_path, "configuration file")->capture_default_str();
   app.add_option("--netdev", netdev, "the network interface that carries RoCE");
   app.add_option("--backend", backend, "datapath backend")
-      ->check(CLI::IsMember({"xdp", "loopback"}));
+      ->check(CLI::IsMember({"xdp", "dpdk", "loopback"}));
   app.add_option("--workers", workers, "worker threads")
       ->check(CLI::Range(1, BURST_CTL_MAX_WORKERS));
   app.add_option("--socket", socket_path,
@@ -120,6 +126,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<Device> device = Device::Open(config, &err);
   if (!device) return fail(err);
   BURSTD_INFO("%s", describe(*device).c_str());
+  if (!device->info().notes.empty()) BURSTD_INFO("%s", device->info().notes.c_str());
   int rc = 0;
   {
     Resources resources(*device, config.command_timeout_ms);

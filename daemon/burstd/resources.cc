@@ -170,22 +170,14 @@ burst_ctl_qp_attr Resources::attr_to_wire(const core::QpAttr& in) {
   return w;
 }
 
-// The destination MAC of an RC path: the neighbour table for a netdev, the
-// port's own MAC for the loopback backend (every frame comes back to it).
+// The destination MAC of a path (Device::resolve_dmac: kernel neighbours,
+// the DPDK port's ARP agent, or the port itself on loopback).
 int Resources::resolve_dmac(core::Address* ah) {
-  const DeviceInfo& info = device_.info();
-  if (info.backend == BURST_CTL_BACKEND_LOOPBACK) {
-    ah->dmac = info.mac;
-    return 0;
-  }
-  net::ResolveOptions opts;
-  opts.timeout_ms = kResolveTimeoutMs;
-  net::ResolveInfo ri;
+  std::string message;
   net::MacAddr mac{};
-  net::Status s = net::resolve_neighbour(info.ifindex, ah->dgid, &mac, opts, &ri);
-  if (!s.ok()) {
-    BURSTD_WARN("MODIFY_QP: %s", s.message().c_str());
-    return s.code() != 0 ? s.code() : EHOSTUNREACH;
+  if (int e = device_.resolve_dmac(ah->dgid, kResolveTimeoutMs, &mac, &message); e != 0) {
+    BURSTD_WARN("MODIFY_QP: %s", message.c_str());
+    return e;
   }
   ah->dmac = mac;
   return 0;

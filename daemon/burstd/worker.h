@@ -173,6 +173,9 @@ class BackendWorker final : public WorkerBase {
 
  private:
   void thread_main() override {
+    if constexpr (requires(B& b) { b.queue(0).on_thread_start(); }) {
+      for (size_t i = 0; i < port_->size(); ++i) port_->queue(i).on_thread_start();
+    }
     while (!stop_requested()) {
       bool worked = drain_commands();
       const uint64_t now = monotonic_ns();

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "datapath/error.h"
+
 namespace burst::datapath {
 
 enum class XdpAttachMode : uint8_t {
@@ -41,13 +43,7 @@ struct XdpConfig {
   std::string bpf_object;    // empty: the roce_steer object embedded in the library
 };
 
-// One error convention for the backend's control plane: errno value + one
-// message that names the fix. Never used on the fast path.
-struct XdpError {
-  int code = 0;  // positive errno value, 0 = no error
-  std::string message;
-  explicit operator bool() const { return code != 0; }
-};
+using XdpError = Error;  // datapath/error.h
 
 const char* ToString(XdpAttachMode m);
 const char* ToString(ZeroCopyMode m);

@@ -7,6 +7,8 @@
 # pair (server in A, client in B) must exit 0; the figures each tool prints are
 # collected into $BURST_APPS_REPORT (default: printed at the end).
 # Usage: apps_test.sh BURSTCTL BURSTD [CASES...]   (CASES: names below; default all)
+# BURSTD_BACKEND_A / BURSTD_BACKEND_B: xdp (default) or dpdk (net_af_packet on
+# the same veth end) for the daemon in A / B: the suite on DPDK, and xdp <-> dpdk.
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -49,8 +51,8 @@ for _ in $(seq 50); do
 done
 inA ping -c1 -W2 10.45.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
-start_burstd() {  # NS DEV SOCK LOG
-  nsenter --net=/run/netns/"$1" ${BURSTD_WRAP:-} "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
+start_burstd() {  # NS DEV SOCK LOG BACKEND
+  nsenter --net=/run/netns/"$1" ${BURSTD_WRAP:-} "$BURSTD" --backend "$5" --netdev "$2" --workers 1 \
     --socket "$3" >"$4" 2>&1 &
   BG_PIDS+=($!)
   local i
@@ -61,8 +63,8 @@ start_burstd() {  # NS DEV SOCK LOG
   cat "$4"
   fail "burstd in $1 did not come up"
 }
-start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log"
-start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log"
+start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log" "${BURSTD_BACKEND_A:-xdp}"
+start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log" "${BURSTD_BACKEND_B:-xdp}"
 
 runA() { nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$@"; }
 runB() { nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev b0 --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$@"; }

@@ -17,8 +17,8 @@ int run_loopback(const Options& o) {
   p.verify = o.verify;
 
   PairOptions po;
-  po.mtu = o.mtu == 4096 ? core::Mtu::k4096 : core::Mtu::k1024;
-  po.l2_mtu = o.mtu == 4096 ? 9014 : 1514;
+  po.mtu = path_mtu_of(o.mtu);
+  po.l2_mtu = o.mtu == 4096 ? 9014 : o.mtu == 2048 ? 3514 : 1514;
   po.real_clock = true;
   po.window_pkts = o.window;
   po.timeout = 14;
@@ -118,6 +118,8 @@ int run_loopback(const Options& o) {
   const double secs = static_cast<double>(now_ns() - start) / 1e9;
   const DropReport drops = drop_report({&pair.engine(0).counters(), &pair.engine(1).counters()});
   req_res.verify_failures += resp_res.verify_failures;
+  if (!o.lat_out.empty() && !write_latency_samples(o.lat_out, req_res) && req_res.error.empty())
+    req_res.error = "cannot write --lat-out";
   std::printf("%s\n", summary_line(o, &req_res, secs, drops, timed_out ? " TIMEOUT" : "").c_str());
   const std::string& err = !req_res.error.empty() ? req_res.error : resp_res.error;
   if (!err.empty()) {

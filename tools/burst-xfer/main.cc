@@ -4,6 +4,8 @@
 //   --backend xdp:      one peer per host over AF_XDP; the server starts first,
 //                       the client names the server's address as its last
 //                       argument; setup runs over a TCP side channel.
+//   --backend dpdk:     the same over a DPDK port (a vdev on --netdev, memif,
+//                       tap or a PCI device; datapath/dpdk).
 // It ends with one summary line: goodput, message rate, latency percentiles,
 // verification result and drop counters.
 #include <CLI/CLI.hpp>
@@ -14,7 +16,7 @@
 
 namespace burst::tools {
 int run_loopback(const Options& o);
-#ifdef BURST_XFER_WITH_XDP
+#ifdef BURST_XFER_WITH_NET
 int run_net(const Options& o);
 int run_net_perftest(const Options& o);  // --peer perftest (perftest_compat.h)
 #endif
@@ -26,6 +28,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> backends = {"loopback"};
 #ifdef BURST_XFER_WITH_XDP
   backends.push_back("xdp");
+#endif
+#ifdef BURST_XFER_WITH_DPDK
+  backends.push_back("dpdk");
 #endif
   app.add_option("--backend", o.backend, "datapath backend")->check(CLI::IsMember(backends));
   app.add_option("--op", o.op, "operation")
@@ -39,8 +44,12 @@ int main(int argc, char** argv) {
   auto* du =
       app.add_option("--duration", o.duration_s, "seconds to run")->check(CLI::Range(0.0, 3600.0));
   it->excludes(du);
-  app.add_option("--mtu", o.mtu, "RoCE path MTU")->check(CLI::IsMember({1024, 4096}));
+  app.add_option("--mtu", o.mtu, "RoCE path MTU")
+      ->check(CLI::IsMember({256, 512, 1024, 2048, 4096}));
   app.add_flag("--verify", o.verify, "check every byte of every message");
+  app.add_option("--lat-out", o.lat_out,
+                 "requester: write every message's latency (ns, post to completion), one per "
+                 "line, to this file");
   app.add_option("--loss", o.loss, "loopback only: drop probability per frame (testing builds)")
       ->check(CLI::Range(0.0, 0.5));
   app.add_option("--netdev", o.netdev, "network backends: the interface to use");
@@ -53,6 +62,15 @@ int main(int argc, char** argv) {
                  "xdp: UMEM frames per queue, half for receive (default 16384: fewer socket "
                  "drops when the receiver falls behind)")
       ->check(CLI::Range(64, 1 << 20));
+  app.add_option("--dpdk-port", o.dpdk_port,
+                 "dpdk: the port's devargs (net_af_packet0,iface=IF / net_memif0,role=server,"
+                 "socket=PATH / a PCI address); default net_af_packet on --netdev");
+  app.add_option("--eal", o.eal, "dpdk: extra EAL arguments (one string)");
+  app.add_option("--address", o.address,
+                 "dpdk without --netdev: this port's IPv4 address A.B.C.D/LEN (burst answers ARP)");
+  app.add_option("--port-mtu", o.port_mtu,
+                 "dpdk without --netdev: the port's L3 MTU (default 1500, 9000 for --mtu 4096)")
+      ->check(CLI::Range(576, 9000));
   std::string peer = "burst";
   app.add_option("--peer", peer,
                  "xdp: the other end's side channel: burst (burst-xfer) or perftest (a stock "
@@ -72,7 +90,7 @@ int main(int argc, char** argv) {
       }
       return burst::tools::run_loopback(o);
     }
-#ifdef BURST_XFER_WITH_XDP
+#ifdef BURST_XFER_WITH_NET
     if (peer == "perftest") return burst::tools::run_net_perftest(o);
     return burst::tools::run_net(o);
 #else

@@ -1,16 +1,19 @@
-// burst-xfer over a network backend (AF_XDP): one peer per host.
+// burst-xfer over a network backend (AF_XDP or DPDK, net_port.h): one peer per host.
 //
 //   server: burst-xfer --backend xdp --netdev IF [--workers N]
 //   client: burst-xfer --backend xdp --netdev IF [--workers N] --op ... SERVER
+//   DPDK:   --backend dpdk [--netdev IF] [--dpdk-port DEVARGS --address A/LEN] [--eal ARGS]
 //
 // Setup over a TCP side channel (which itself runs over the same netdev through
 // the kernel: the XDP program passes it): the client sends its parameters, both
 // sides create their QPs and memory, exchange GID / QPNs / PSNs / rkey / VA,
-// resolve the peer's MAC from the kernel's neighbour table and connect. Then
-// every worker thread runs its own engine, AF_XDP queue and QPs (QP k lives on
+// resolve the peer's MAC from the kernel's neighbour table (or, on a DPDK port
+// with no kernel netdev, take the GID and MAC the peer sent) and connect. Then
+// every worker thread runs its own engine, queues and QPs (QP k lives on
 // worker k % N on both sides); frames that arrive on another worker's queue are
 // handed over through SPSC rings. The client ends with DONE, the server answers
 // with its statistics.
+#include <arpa/inet.h>
 #include <sched.h>
 
 #include <atomic>
@@ -30,9 +33,7 @@
 #include "daemon/net/gid_table.h"
 #include "daemon/net/neigh.h"
 #include "daemon/net/netdev.h"
-#include "datapath/queue_set.h"
-#include "datapath/xdp/xdp_port.h"
-#include "datapath/xdp/xdp_queue.h"
+#include "tools/burst-xfer/net_port.h"
 #include "tools/burst-xfer/perftest_compat.h"
 #include "tools/burst-xfer/sidechannel.h"
 #include "tools/burst-xfer/xfer.h"
@@ -66,14 +67,10 @@ std::vector<uint32_t> split_u32(const std::string& s) {
   return v;
 }
 
-using Queues = datapath::QueueSet<datapath::XdpQueue>;
-
 struct WorkerCtx {
-  std::vector<std::unique_ptr<datapath::XdpQueue>> queues;  // w, w + N, w + 2N, ...
-  std::unique_ptr<Queues> set;
   core::CopyEngine copier;
   std::unique_ptr<core::Engine> engine;
-  std::unique_ptr<core::Worker<Queues>> worker;
+  std::unique_ptr<WorkerLoop> worker;  // its queues and the poll loop over them
   uint32_t cq = 0;
   std::vector<uint32_t> qps;  // global QP indices owned by this worker
   std::vector<std::unique_ptr<QpRequester>> reqs;
@@ -104,7 +101,8 @@ class Node {
   std::vector<net::Gid> gids_;
   uint32_t sgid_index_ = 0;
   net::Gid peer_gid_{};
-  std::unique_ptr<datapath::XdpPort> port_;
+  std::unique_ptr<NetPort> port_;
+  net::MacAddr peer_mac_{};  // from SETUP: used when no kernel netdev stands behind the port
   core::MrTable mrs_;
   uint32_t pd_ = 0;
   std::unique_ptr<core::Handoff> handoff_;
@@ -119,37 +117,37 @@ class Node {
 };
 
 void Node::open_datapath() {
-  if (o_.netdev.empty()) fail("--backend xdp needs --netdev IF (the interface that carries RoCE)");
-  net::Status ns = net::query_netdev(o_.netdev, &nd_);
-  if (!ns.ok()) fail(ns.message());
+  if (o_.backend == "xdp" && o_.netdev.empty())
+    fail("--backend xdp needs --netdev IF (the interface that carries RoCE)");
+  if (o_.backend == "dpdk" && o_.netdev.empty() && (o_.dpdk_port.empty() || o_.address.empty()))
+    fail("--backend dpdk needs --netdev IF (net_af_packet on it, or the kernel netdev behind "
+         "--dpdk-port), or --dpdk-port DEVARGS with --address A.B.C.D/LEN for a port without one");
+  if (!o_.netdev.empty()) {
+    net::Status ns = net::query_netdev(o_.netdev, &nd_);
+    if (!ns.ok()) fail(ns.message());
+  } else {
+    // A DPDK port with no kernel netdev: its identity comes from the options.
+    nd_.mtu = o_.port_mtu != 0 ? o_.port_mtu : o_.mtu <= 1024 ? 1500 : 9000;
+    const size_t slash = o_.address.find('/');
+    in_addr ip{};
+    unsigned len = 32;
+    if (inet_pton(AF_INET, o_.address.substr(0, slash).c_str(), &ip) != 1 ||
+        (slash != std::string::npos &&
+         (std::sscanf(o_.address.c_str() + slash + 1, "%u", &len) != 1 || len == 0 || len > 32)))
+      fail("--address " + o_.address + ": expected A.B.C.D/LEN");
+    nd_.ipv4.push_back(net::IfAddress{net::gid_from_ipv4(ip), static_cast<uint8_t>(len), 0, 0});
+  }
+#ifdef BURST_XFER_WITH_DPDK
+  if (o_.backend == "dpdk") port_ = open_dpdk_port(o_, o_.netdev, nd_.mtu);
+#endif
+#ifdef BURST_XFER_WITH_XDP
+  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_.rx_queues);
+#endif
+  if (!port_) fail("backend " + o_.backend + " is not built into this burst-xfer");
+  if (o_.netdev.empty()) nd_.mac = port_->mac();
   gids_ = net::build_gid_table(nd_);
-  datapath::XdpConfig cfg;
-  cfg.netdev = o_.netdev;
-  cfg.num_frames = o_.frames;
-  cfg.xdp_mode = o_.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
-                 : o_.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
-                                            : datapath::XdpAttachMode::kAuto;
-  // RSS spreads received frames over every queue: all of them get a socket.
-  const uint32_t nq = std::max<uint32_t>(nd_.rx_queues, 1);
-  for (uint32_t q = 0; q < nq; ++q) cfg.queues.push_back(q);
-  datapath::XdpError err;
-  port_ = datapath::XdpPort::Open(cfg, &err);
-  if (!port_) fail(err.message);
-  if (port_->queue_count() < o_.workers)
-    fail("netdev " + o_.netdev + " has " + std::to_string(port_->queue_count()) +
-         " queues; --workers " + std::to_string(o_.workers) + " needs at least one each");
   handoff_ = std::make_unique<core::Handoff>(o_.workers, 1024, nd_.mtu + 64);
   for (uint32_t w = 0; w < o_.workers; ++w) workers_.push_back(std::make_unique<WorkerCtx>());
-  for (uint32_t q = 0; q < port_->queue_count(); ++q) {
-    auto queue = datapath::XdpQueue::Open(*port_, q, &err);
-    if (!queue) fail(err.message);
-    workers_[q % o_.workers]->queues.push_back(std::move(queue));
-  }
-  for (auto& w : workers_) {
-    std::vector<datapath::XdpQueue*> v;
-    for (auto& q : w->queues) v.push_back(q.get());
-    w->set = std::make_unique<Queues>(std::move(v));
-  }
 }
 
 void Node::handshake(SideChannel& sc) {
@@ -169,17 +167,20 @@ void Node::handshake(SideChannel& sc) {
     o_.mtu = static_cast<uint32_t>(field_u64(kv, "mtu"));
     o_.verify = field_u64(kv, "verify") != 0;
     if (o_.qps == 0 || o_.qps > 1024 || o_.depth == 0 || o_.depth > 1024 || o_.size > (1u << 30) ||
-        (o_.mtu != 1024 && o_.mtu != 4096))
+        (o_.mtu != 256 && o_.mtu != 512 && o_.mtu != 1024 && o_.mtu != 2048 && o_.mtu != 4096))
       fail("client sent parameters out of range");
   }
   if (!parse_op(o_.op, &p_.op)) fail("unknown operation '" + o_.op + "'");
   p_.size = static_cast<uint32_t>(o_.size);
   p_.depth = o_.depth;
   p_.verify = o_.verify;
-  // The GID of the address this host uses towards the peer.
+  // The GID of the address this host uses towards the peer: the side
+  // channel's, or --address on a port without a kernel netdev (then the side
+  // channel may run over any path, and SETUP carries the peer's GID and MAC).
   net::Gid local{};
   if (!net::parse_gid(sc.local_address(), &local) || !net::parse_gid(sc.peer_address(), &peer_gid_))
     fail("cannot parse the side channel's addresses");
+  if (o_.netdev.empty()) local = nd_.ipv4.front().addr;
   sgid_index_ = UINT32_MAX;
   for (size_t i = 0; i < gids_.size(); ++i)
     if (gids_[i] == local) sgid_index_ = static_cast<uint32_t>(i);
@@ -214,7 +215,7 @@ void Node::create_qps() {
     cfg.qpn_offset = w;
     cfg.window_pkts = o_.window;
     c.engine = std::make_unique<core::Engine>(cfg, mrs_, c.copier);
-    c.worker = std::make_unique<core::Worker<Queues>>(*c.engine, *c.set, handoff_.get(), w);
+    c.worker = port_->make_loop(w, o_.workers, *c.engine, handoff_.get());
     check(c.engine->create_cq(std::max<uint32_t>(4096, 8 * o_.qps * (o_.depth + 4)), &c.cq),
           "create_cq");
   }
@@ -249,13 +250,28 @@ void Node::connect_qps(const std::map<std::string, std::string>& peer) {
   const uint64_t peer_va = field_u64(peer, "va");
   const uint32_t peer_rkey = static_cast<uint32_t>(field_u64(peer, "rkey"));
   net::MacAddr dmac{};
-  net::Status ns = net::resolve_neighbour(nd_.ifindex, peer_gid_, &dmac);
-  if (!ns.ok()) fail(ns.message());
+  if (o_.netdev.empty()) {
+    // No kernel behind the port: resolve the peer's GID with the port's own
+    // ARP agent, and check it against the MAC the peer announced.
+    net::MacAddr announced{};
+    if (!net::parse_gid(field_str(peer, "gid"), &peer_gid_) ||
+        !net::parse_mac(field_str(peer, "mac"), &announced))
+      fail("the peer sent no usable gid/mac in SETUP");
+    std::string why;
+    if (!port_->resolve(peer_gid_, &dmac, &why))
+      fail("cannot resolve " + net::format_gid(peer_gid_) + ": " + why);
+    if (dmac != announced)
+      fail("ARP says " + net::format_mac(dmac) + " for the peer, which announced " +
+           net::format_mac(announced));
+  } else {
+    net::Status ns = net::resolve_neighbour(nd_.ifindex, peer_gid_, &dmac);
+    if (!ns.ok()) fail(ns.message());
+  }
   for (uint32_t q = 0; q < o_.qps; ++q) {
     WorkerCtx& c = *workers_[q % o_.workers];
     core::QpAttr a;
     a.qp_state = core::QpState::kRtr;
-    a.path_mtu = o_.mtu == 4096 ? core::Mtu::k4096 : core::Mtu::k1024;
+    a.path_mtu = path_mtu_of(o_.mtu);
     a.dest_qp_num = pq[q];
     a.rq_psn = pp[q];
     a.max_dest_rd_atomic = 16;
@@ -297,6 +313,7 @@ void Node::worker_loop(WorkerCtx& w) {
   core::Wc wc[64];
   uint32_t idle = 0;
   w.res.latency_ns.reserve(1 << 18);
+  w.worker->on_thread_start();
   while (!stop_.load(std::memory_order_relaxed) && !interrupted()) {
     const uint64_t now = now_ns();
     bool worked = w.worker->poll_once(now);
@@ -353,7 +370,9 @@ int Node::run() {
   sc.send_line("SETUP", {{"va", std::to_string(reinterpret_cast<uint64_t>(local_.data()))},
                          {"rkey", std::to_string(rkey_)},
                          {"qpns", join(qpns_)},
-                         {"psns", join(psns_)}});
+                         {"psns", join(psns_)},
+                         {"gid", net::format_gid(gids_[sgid_index_])},
+                         {"mac", net::format_mac(nd_.mac)}});
   connect_qps(sc.recv_line("SETUP", kSetupTimeoutMs));
   sc.send_line("READY", {});
   sc.recv_line("READY", kSetupTimeoutMs);
@@ -416,25 +435,16 @@ int Node::run() {
                            {"error", err}});
   }
   if (interrupted() && total.error.empty()) total.error = "interrupted";
-  uint64_t handoff = 0, sock_drops = 0, ring_full = 0;
-  for (auto& w : workers_) {
-    handoff += w->worker->counters().handoff_out;
-    for (auto& q : w->queues) {
-      xdp_statistics st{};
-      if (q->KernelStats(&st)) {
-        sock_drops += st.rx_dropped + st.rx_invalid_descs;
-        ring_full += st.rx_ring_full + st.rx_fill_ring_empty_descs;
-      }
-    }
-  }
+  uint64_t handoff = 0;
+  for (auto& w : workers_) handoff += w->worker->handoff_out();
+  if (client_ && !o_.lat_out.empty() && !write_latency_samples(o_.lat_out, total) &&
+      total.error.empty())
+    total.error = "cannot write --lat-out";
   const DropReport drops = drop_report(counters);
   std::string extra =
       std::string(" role=") + (client_ ? "client" : "server") +
-      " workers=" + std::to_string(o_.workers) + " xdp=" + port_->attach_mode_name() +
-      (workers_[0]->set->zero_copy() ? "/zc" : "/copy") +
-      " queues=" + std::to_string(port_->queue_count()) + " handoff=" + std::to_string(handoff) +
-      " xsk_drops=" + std::to_string(sock_drops) + " xsk_ring_full=" + std::to_string(ring_full) +
-      peer_stats;
+      " workers=" + std::to_string(o_.workers) + port_->describe() +
+      " handoff=" + std::to_string(handoff) + peer_stats;
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
     std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());
@@ -459,8 +469,8 @@ int Node::run_perftest() {
   const uint64_t cycle = std::max<uint64_t>(o_.size, 1) * o_.depth;
   if (cycle > (1u << 30)) fail("--peer perftest: size x depth must stay under 1 GiB");
   o_.mtu = pp.negotiate(o_.mtu, static_cast<uint32_t>(cycle), 64);
-  if (o_.mtu != 1024 && o_.mtu != 4096)
-    fail("perftest server agreed on MTU " + std::to_string(o_.mtu) + ": burst does 1024 or 4096");
+  if (o_.mtu != 256 && o_.mtu != 512 && o_.mtu != 1024 && o_.mtu != 2048 && o_.mtu != 4096)
+    fail("perftest server agreed on MTU " + std::to_string(o_.mtu) + ": not an IB MTU");
   if (!parse_op(o_.op, &p_.op)) fail("unknown operation '" + o_.op + "'");
   p_.size = static_cast<uint32_t>(o_.size);
   p_.depth = o_.depth;
@@ -523,10 +533,11 @@ int Node::run_perftest() {
   if (total.error.empty() && total.completed != o_.iters)
     total.error = "completed " + std::to_string(total.completed) + " of " +
                   std::to_string(o_.iters) + " writes";
+  if (!o_.lat_out.empty() && !write_latency_samples(o_.lat_out, total) && total.error.empty())
+    total.error = "cannot write --lat-out";
   const DropReport drops = drop_report({&workers_[0]->engine->counters()});
   std::string extra = std::string(" role=client peer=perftest/") + pp.remote_version() +
-                      " xdp=" + port_->attach_mode_name() +
-                      (workers_[0]->set->zero_copy() ? "/zc" : "/copy");
+                      port_->describe();
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
     std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());

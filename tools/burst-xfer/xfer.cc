@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -250,6 +251,33 @@ void QpResponder::complete(const core::Wc& wc, Results* r) {
   core::Status st = post_recv(s);
   if (!st.ok() && r->error.empty())
     r->error = "post_recv failed (errno " + std::to_string(st.to_errno()) + ")";
+}
+
+core::Mtu path_mtu_of(uint32_t bytes) {
+  switch (bytes) {
+    case 256:
+      return core::Mtu::k256;
+    case 512:
+      return core::Mtu::k512;
+    case 2048:
+      return core::Mtu::k2048;
+    case 4096:
+      return core::Mtu::k4096;
+    default:
+      return core::Mtu::k1024;
+  }
+}
+
+bool write_latency_samples(const std::string& path, const Results& r) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "burst-xfer: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  for (uint64_t ns : r.latency_ns) std::fprintf(f, "%" PRIu64 "\n", ns);
+  const bool ok = std::fclose(f) == 0;
+  if (!ok) std::fprintf(stderr, "burst-xfer: writing %s failed\n", path.c_str());
+  return ok;
 }
 
 DropReport drop_report(const std::vector<const core::EngineCounters*>& engines) {

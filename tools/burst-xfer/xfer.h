@@ -30,6 +30,7 @@ struct Options {
   double duration_s = 0;
   uint32_t mtu = 4096;
   bool verify = false;
+  std::string lat_out;  // requester: latency samples (ns), one per line
   double loss = 0;
   // Network backends.
   std::string netdev;
@@ -38,6 +39,11 @@ struct Options {
   std::string server;  // client mode when set
   std::string xdp_mode = "auto";
   uint32_t frames = 16384;  // UMEM frames per queue (half receive, half transmit)
+  // DPDK (--backend dpdk).
+  std::string dpdk_port;  // devargs; default net_af_packet on --netdev
+  std::string eal;        // extra EAL arguments
+  std::string address;    // A.B.C.D/LEN of a port with no kernel netdev
+  uint32_t port_mtu = 0;  // L3 MTU of such a port; 0: 1500, or 9000 for --mtu above 1024
 };
 
 uint64_t now_ns();
@@ -139,6 +145,13 @@ class QpResponder {
   uint64_t received_ = 0;
   std::vector<uint8_t> tmp_;
 };
+
+// RoCE path MTU of a byte count (256 ... 4096; anything else is 1024).
+core::Mtu path_mtu_of(uint32_t bytes);
+
+// --lat-out: the samples of `r` (ns, in completion order), one per line.
+// Returns false (and says why on stderr) when the file cannot be written.
+bool write_latency_samples(const std::string& path, const Results& r);
 
 // Drops of the given engines, total and by reason ("reason=count ...").
 struct DropReport {
