@@ -12,7 +12,8 @@
 # Usage (root): tests/interop/matrix.sh [BUILD_DIR]
 # Settings: MATRIX_TOOLS, MATRIX_DIRS ("b2r r2b"), MATRIX_MTUS ("1024 4096"), MATRIX_LOSS ("0 1"),
 #   MATRIX_DEADLINE (s, default 3000), MATRIX_CAPTURE_DIR (keep the first MATRIX_CAPTURE_FRAMES (24)
-#   RoCEv2 frames of each cell there, both directions: the golden fixtures of tests/fixtures/interop).
+#   RoCEv2 frames of each cell there, both directions: the golden fixtures of tests/fixtures/interop;
+#   tcpdump is listening before the cell's tools start).
 # Exit 0 = every cell passed, 77 = skipped, 1 = a cell failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +55,16 @@ burstd_stop() {
   wait "$BPID" 2>/dev/null
   BPID=
 }
+# On any exit (a failed cell, the deadline): a capture and burstd run inside the namespace and
+# would outlive its deletion; stop them before the harness's own cleanup.
+matrix_cleanup() {
+  local rc=$?
+  [[ -n ${CAP_PID:-} ]] && { kill "$CAP_PID" 2>/dev/null; wait "$CAP_PID" 2>/dev/null; }
+  burstd_stop
+  (exit "$rc")
+  interop_cleanup
+}
+trap matrix_cleanup EXIT
 set_mtu() {  # link MTU on every link of the namespace's bridge
   innet ip link set "$INTEROP_BURST_IF" mtu "$1"
   innet ip link set iveth-br mtu "$1"
@@ -69,6 +80,29 @@ host_listening() {  # PORT: a TCP listener in the namespace
     innet ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
     sleep 0.2
   done
+  return 1
+}
+
+# capture_start PCAP LOG: tcpdump on the bridge side of burst's veth, keeping the first
+# MATRIX_CAPTURE_FRAMES RoCEv2 frames; returns once tcpdump reports "listening on" (the filter is
+# attached: nothing the tool sends after this is missed) and sets CAP_PID. A short run (200 atomics
+# take well under a second) used to finish before a fixed sleep was over, leaving an empty file.
+CAP_PID=
+capture_start() {
+  local pcap=$1 log=$2 i
+  : >"$log"
+  # nsenter execs tcpdump: $! is tcpdump itself.
+  nsenter --net="/run/netns/$INTEROP_NS" tcpdump -i iveth-br -nn -s 0 -U \
+    -c "${MATRIX_CAPTURE_FRAMES:-24}" -w "$pcap" 'udp port 4791' 2>"$log" &
+  CAP_PID=$!
+  for ((i = 0; i < 300; i++)); do  # 30 s: tcpdump is slow to start under emulation load
+    grep -q 'listening on' "$log" && return 0
+    kill -0 "$CAP_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$CAP_PID" 2>/dev/null
+  wait "$CAP_PID" 2>/dev/null
+  CAP_PID=
   return 1
 }
 
@@ -109,12 +143,9 @@ cell() {  # TOOL DIR MTU LOSS
   local cap=
   if [[ -n ${MATRIX_CAPTURE_DIR:-} ]]; then
     mkdir -p "$MATRIX_CAPTURE_DIR"
-    # nsenter execs tcpdump: $! is tcpdump itself.
-    nsenter --net="/run/netns/$INTEROP_NS" tcpdump -i iveth-br -nn -s 0 -U \
-      -c "${MATRIX_CAPTURE_FRAMES:-24}" -w "$MATRIX_CAPTURE_DIR/${tool}_${dir}_mtu${mtu}.pcap" \
-      'udp port 4791' 2>/dev/null &
-    cap=$!
-    sleep 1.5  # tcpdump takes a while to attach under emulation load
+    capture_start "$MATRIX_CAPTURE_DIR/${tool}_${dir}_mtu${mtu}.pcap" "$out.tcpdump" ||
+      ifail "$name: tcpdump did not start listening (see $out.tcpdump)"
+    cap=$CAP_PID
   fi
   if [[ $dir == b2r ]]; then
     s=$(guest_spawn -t 150 "$G" "$(cmdline "$tool" rxe "$mtu")")
@@ -139,6 +170,9 @@ cell() {  # TOOL DIR MTU LOSS
   if [[ -n $cap ]]; then
     kill "$cap" 2>/dev/null
     wait "$cap" 2>/dev/null
+    CAP_PID=
+    # tcpdump's summary ("N packets captured") is on its stderr after it exits.
+    ilog "capture $tool $dir mtu$mtu: $(grep -m1 'packets captured' "$out.tcpdump")"
   fi
   fig=$(figure "$tool" "$out.client")
   if [[ $rc_c -eq 0 && $rc_s -eq 0 ]]; then
