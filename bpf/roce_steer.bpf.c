@@ -24,6 +24,13 @@
 
 #include "roce_steer.h"
 
+/* The XSKMAP's name: "xsks" for burst's own loader (datapath/xdp); DPDK's
+ * net_af_xdp looks its custom program's map up as "xsks_map"
+ * (roce_steer_dpdk.bpf.c). */
+#ifndef BURST_XSKMAP_NAME
+#define BURST_XSKMAP_NAME xsks
+#endif
+
 /* Read by the loader (from the object before loading, from the kernel map of a
  * program found attached); never written. */
 const volatile __u32 burst_steer_version = BURST_STEER_VERSION;
@@ -33,7 +40,7 @@ struct {
 	__uint(max_entries, BURST_STEER_MAX_QUEUES);
 	__type(key, __u32);
 	__type(value, __u32);
-} xsks SEC(".maps");
+} BURST_XSKMAP_NAME SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -64,7 +71,7 @@ static __always_inline int count(__u32 idx, int action)
 
 static __always_inline int steer(struct xdp_md *ctx)
 {
-	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+	int act = bpf_redirect_map(&BURST_XSKMAP_NAME, ctx->rx_queue_index, XDP_PASS);
 
 	if (act != XDP_REDIRECT)
 		return count(BURST_STEER_PASS_NO_SOCKET, act);

@@ -11,6 +11,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +25,11 @@
 
 #include "datapath/arp_agent.h"
 #include "datapath/dpdk/dpdk_queue.h"
+
+#ifdef BURST_DPDK_STEER_PROGRAM
+extern "C" const unsigned char burst_bpf_roce_steer_dpdk_data[];
+extern "C" const unsigned long burst_bpf_roce_steer_dpdk_size;
+#endif
 
 namespace burst::datapath {
 namespace {
@@ -213,6 +219,23 @@ std::unique_ptr<DpdkPort> DpdkPort::Open(const DpdkConfig& config, DpdkError* er
                    std::to_string(bsize) + " bytes (one frame per buffer)";
     }
   }
+#ifdef BURST_DPDK_STEER_PROGRAM
+  if (devargs.rfind("net_af_xdp", 0) == 0 && devargs.find("xdp_prog=") == std::string::npos) {
+    // The PMD's default program takes every frame of its queues away from the
+    // kernel (ARP, TCP...): hand it burst's steering program instead, from a
+    // memfd it opens by path.
+    const int fd = memfd_create("burst-roce-steer-dpdk.bpf.o", MFD_CLOEXEC);
+    if (fd >= 0 && write(fd, burst_bpf_roce_steer_dpdk_data, burst_bpf_roce_steer_dpdk_size) ==
+                       static_cast<ssize_t>(burst_bpf_roce_steer_dpdk_size)) {
+      p->prog_fd_ = fd;
+      devargs += ",xdp_prog=/proc/self/fd/" + std::to_string(fd);
+      p->notes_ += std::string(p->notes_.empty() ? "" : "; ") +
+                   "net_af_xdp runs burst's steering program (UDP 4791 to DPDK, the rest to the kernel)";
+    } else if (fd >= 0) {
+      close(fd);
+    }
+  }
+#endif
   p->devargs_ = devargs;
   uint16_t pid = 0;
   if (rte_eth_dev_get_port_by_name(p->name_.c_str(), &pid) != 0) {
@@ -244,6 +267,11 @@ DpdkError DpdkPort::Configure(const DpdkConfig& c) {
     return make_error(-rc, "DPDK port " + name_ + ": cannot read device info");
   driver_ = info.driver_name != nullptr ? info.driver_name : "?";
   const uint32_t nq = c.queues;
+  if (driver_ == "net_af_xdp" && !eal().huge)
+    return make_error(ENOMEM, "DPDK port " + name_ +
+                                  ": net_af_xdp uses the mbuf pool as its UMEM, which needs "
+                                  "hugepages (on normal pages every receive fails): reserve them "
+                                  "(`echo 256 > /proc/sys/vm/nr_hugepages`) or use net_af_packet");
   if (info.max_rx_queues < nq || info.max_tx_queues < nq)
     return make_error(EINVAL, "DPDK port " + name_ + " (" + driver_ + ") has " +
                                   std::to_string(info.max_rx_queues) + " RX / " +
@@ -404,6 +432,13 @@ void DpdkPort::InstallFlows(const DpdkConfig& c) {
 }
 
 DpdkPort::~DpdkPort() {
+  // Once the port is closed the PMD has let go of the program's file.
+  struct CloseProg {
+    int fd;
+    ~CloseProg() {
+      if (fd >= 0) close(fd);
+    }
+  } close_prog{prog_fd_};
   if (!have_port_) return;  // Open() failed before it found the port
   for (rte_flow* f : flows_) {
     rte_flow_error err{};

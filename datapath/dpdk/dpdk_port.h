@@ -117,6 +117,7 @@ class DpdkPort {
 
   uint16_t port_id_ = 0;
   bool have_port_ = false;
+  int prog_fd_ = -1;  // memfd holding the steering program net_af_xdp loads
   bool probed_vdev_ = false;  // hot-plugged by us: removed by the destructor
   bool started_ = false;
   std::string devargs_;

@@ -131,8 +131,11 @@ int show_status_view(Session& s, const StatusOptions& o) {
               ctl::get_str(r.version).c_str(), r.pid, static_cast<double>(r.uptime_ms) / 1000.0,
               s.hello().version);
   std::printf("socket   %s\n", ctl::get_str(r.socket_path).c_str());
-  std::printf("device   %s on %s, port %s\n", ctl::get_str(r.ibdev).c_str(),
-              netdev.empty() ? "a loopback port" : netdev.c_str(),
+  const char* where = !netdev.empty() ? netdev.c_str()
+                      : r.backend == BURST_CTL_BACKEND_DPDK
+                          ? "a DPDK port with no kernel netdev (burstd's log names the PMD)"
+                          : "a loopback port";
+  std::printf("device   %s on %s, port %s\n", ctl::get_str(r.ibdev).c_str(), where,
               ctl::port_state_name(r.port_state));
   std::string backend = ctl::backend_name(r.backend);
   if (r.backend == BURST_CTL_BACKEND_XDP) {
