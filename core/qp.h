@@ -110,6 +110,11 @@ struct RdAtomicRes {
   uint64_t va = 0;
   uint32_t len = 0;
   uint64_t orig = 0;  // atomic: original value returned in the ATOMIC ACK
+  // The MSN after this request: the AETH of its response carries it, not the
+  // responder's MSN when the response leaves (requests accepted in the same
+  // burst would otherwise be acknowledged by an earlier PSN). rxe answers each
+  // request as it arrives, so its responses show the same numbers.
+  uint32_t msn = 0;
   // Transmit cursor of a (re)response.
   Psn tx_psn;
   Psn tx_first_psn;  // first PSN of this (re)response: the FIRST/ONLY packet

@@ -360,6 +360,7 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
   res.tx_psn = res.tx_first_psn = r.epsn;
   res.tx_va = res.va;
   res.tx_left = len;
+  res.msn = (r.msn + 1) & wire::kPsnMask;
   r.res_next = (slot + 1) % qp.attr.max_dest_rd_atomic;
   // The response carries an AETH and acknowledges every earlier request: an
   // ACK still owed for them would reach the requester after it, out of PSN
@@ -429,6 +430,7 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
   res.va = a->va();
   res.len = 8;
   res.orig = orig;
+  res.msn = (r.msn + 1) & wire::kPsnMask;
   r.res_next = (slot + 1) % qp.attr.max_dest_rd_atomic;
   // The response carries an AETH and acknowledges every earlier request: an
   // ACK still owed for them would reach the requester after it, out of PSN

@@ -2,7 +2,8 @@
 // LAST/ONLY carry an AETH, MIDDLE does not), atomic ACKs, coalesced ACKs and
 // NAKs. Output leaves in PSN order: queued READ/atomic responses first, then the
 // NAK or the ACK for ePSN - 1. Positive ACKs use syndrome 0x1f (credit field
-// invalid), as rxe does.
+// invalid), as rxe does. A READ response / atomic ACK carries the MSN after its
+// own request (RdAtomicRes::msn); a plain ACK or NAK the current one.
 #include <cstring>
 
 #include "core/engine.h"
@@ -33,7 +34,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
       fw.bth().set_dest_qpn(qp.attr.dest_qp_num);
       fw.bth().set_psn(res.tx_psn);
       fw.aeth().set_syndrome(ack_syn);
-      fw.aeth().set_msn(r.msn);
+      fw.aeth().set_msn(res.msn);
       fw.atomic_ack().set_orig(res.orig);
       fw.set_ipv4_id(ipv4_id_++);
       buf.len = fw.finish();
@@ -86,7 +87,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
     fw.bth().set_psn(res.tx_psn);
     if (opcode != kRcRdmaReadResponseMiddle) {
       fw.aeth().set_syndrome(ack_syn);
-      fw.aeth().set_msn(r.msn);
+      fw.aeth().set_msn(res.msn);
     }
     fw.set_ipv4_id(ipv4_id_++);
     buf.len = fw.finish();
