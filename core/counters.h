@@ -75,6 +75,7 @@ struct EngineCounters {
   // gathers and READ response reads; responder atomics.
   uint64_t mem_space_write_errors = 0;
   uint64_t mem_space_read_errors = 0;
+  uint64_t mem_space_read_ahead = 0;  // transmit reads that fetched following frames too
   uint64_t mem_space_atomic_errors = 0;
 };
 

@@ -475,7 +475,27 @@ void Engine::timer_unwatch(Qp& qp) {
   qp.in_timer_list = false;
 }
 
-bool Engine::space_read(uint32_t space, void* dst, const void* src, uint32_t len) {
+bool Engine::space_read(uint32_t space, void* dst, const void* src, uint32_t len,
+                        uint64_t avail) {
+  const uint8_t* s = static_cast<const uint8_t*>(src);
+  TxStage& st = tx_stage_;
+  if (st.space == space && s >= st.begin && s + len <= st.end) [[likely]] {
+    std::memcpy(dst, st.buf.get() + (s - st.begin), len);
+    return true;
+  }
+  const uint64_t want = std::min<uint64_t>(avail, kTxStageBytes);
+  if (want > len) {
+    if (!st.buf) st.buf = std::make_unique<uint8_t[]>(kTxStageBytes);
+    if (mrs_.spaces().read(space, st.buf.get(), src, want)) {
+      ++counters_.mem_space_read_ahead;
+      st.space = space;
+      st.begin = s;
+      st.end = s + want;
+      std::memcpy(dst, st.buf.get(), len);
+      return true;
+    }
+    st.end = st.begin = nullptr;  // fall back to the exact read (it reports)
+  }
   if (mrs_.spaces().read(space, dst, src, len)) return true;
   ++counters_.mem_space_read_errors;
   return false;

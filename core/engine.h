@@ -238,7 +238,13 @@ class Engine {
     while (copier_.submit(dst, src, len, space, tag) == 0) copier_.poll();
   }
   // Transmit-side read of MR bytes in `space` into a frame (synchronous).
-  bool space_read(uint32_t space, void* dst, const void* src, uint32_t len);
+  // `avail` bytes from `src` on are readable (the rest of the SGE / READ
+  // response): up to kTxStageBytes of them are read ahead with the same system
+  // call into tx_stage_, and the following frames of the message are copied
+  // from there. The stage is dropped at the start of every tx_build(): within
+  // one call every message it serves is in flight, so its bytes cannot change
+  // (the verbs contract), and no MR is deregistered.
+  bool space_read(uint32_t space, void* dst, const void* src, uint32_t len, uint64_t avail);
 
   // copy_failure.cc: copies into other spaces that failed.
   void handle_copy_failures();
@@ -325,6 +331,14 @@ class Engine {
   std::vector<uint32_t> timer_list_;  // QP slots with an armed timer
   uint64_t next_timer_ns_ = 0;        // earliest deadline in timer_list_ (0 = none)
   uint16_t ipv4_id_ = 1;
+  // Read-ahead of cross-memory transmit payload (space_read).
+  static constexpr uint32_t kTxStageBytes = 64 * 1024;
+  struct TxStage {
+    uint32_t space = 0;
+    const uint8_t* begin = nullptr;  // [begin, end) of the space's addresses held
+    const uint8_t* end = nullptr;
+    std::unique_ptr<uint8_t[]> buf;
+  } tx_stage_;
   bool flushing_ = false;  // inside flush_cqes() or handle_copy_failures()
   // handle_copy_failures() scratch (error path): the failed copies' tags, the
   // earliest per QP and side.

@@ -84,7 +84,10 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
       std::memcpy(dst, w.sge0_host + offset, len);  // transmit gather
       return true;
     }
-    if (space_read(w.sge0_space, dst, w.sge0_host + offset, len)) return true;
+    if (space_read(w.sge0_space, dst, w.sge0_host + offset, len,
+                   w.wr.sg_list[0].length - offset)) {
+      return true;
+    }
     *err = WcStatus::kLocProtErr;
     return false;
   }

@@ -64,7 +64,7 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
         if (space == MemSpaces::kLocal) [[likely]] {
           std::memcpy(fw.payload(), src, n);
         } else {
-          read_ok = space_read(space, fw.payload(), src, n);
+          read_ok = space_read(space, fw.payload(), src, n, res.tx_left);
         }
       }
       if (!read_ok) {

@@ -179,6 +179,7 @@ uint32_t Engine::build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_
 }
 
 uint32_t Engine::tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns) {
+  tx_stage_.begin = tx_stage_.end = nullptr;  // see space_read()
   uint32_t out = 0;
   bool no_room = false;
   bool progress = true;

@@ -61,6 +61,7 @@ void append_counters(const WorkerStats& st, Counters* out) {
   add(out, "shm.doorbell_head_repairs", st.doorbell.head_repairs);
   add(out, "mem_space_write_errors", e.mem_space_write_errors);
   add(out, "mem_space_read_errors", e.mem_space_read_errors);
+  add(out, "mem_space_read_ahead", e.mem_space_read_ahead);
   add(out, "mem_space_atomic_errors", e.mem_space_atomic_errors);
   add(out, "rx_ecn_ce", e.rx_ecn_ce);
   add(out, "rx_cnp", e.rx_cnp);

@@ -118,7 +118,9 @@ class ShmPlaneTest : public ::testing::Test {
   }
   const uint8_t* cq_region() {
     // The CQ's memfd, mapped again (as the application does).
-    if (cq_map_.data() == nullptr) EXPECT_TRUE(shm::ShmRegion::Map(cq_->fd(), &cq_map_).ok());
+    if (cq_map_.data() == nullptr) {
+      EXPECT_TRUE(shm::ShmRegion::Map(cq_->fd(), &cq_map_).ok());
+    }
     return cq_map_.data();
   }
   bool async_event(uint64_t* element, uint32_t* type) {
