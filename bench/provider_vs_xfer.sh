@@ -8,6 +8,7 @@
 # RDMA WRITE of 64 KiB and 1 MiB messages, 1 and 8 QPs, RUNS runs of SECONDS
 # each; medians, and provider / native.
 # Usage: bench/provider_vs_xfer.sh [BUILD_DIR] [RUNS] [SECONDS]      (root)
+# With PVX_JSONL=FILE every run is also appended to FILE as one JSON object (bench/run.sh).
 set -uo pipefail
 BUILD=${1:-build/default}
 RUNS=${2:-3}
@@ -41,6 +42,11 @@ ip -n "$NA" link set lo up
 ip -n "$NB" link set lo up
 sleep 1
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+jsonl() {  # IMPL SIZE QPS RUN VALUE: one run for bench/run.sh's results file
+  [[ -n ${PVX_JSONL:-} ]] || return 0
+  printf '{"part": "provider", "impl": "%s", "op": "write", "size": %s, "qps": %s, "mtu": 1024, "run": %s, "gbps": %s}\n' \
+    "$1" "$2" "$3" "$4" "${5:-null}" >>"$PVX_JSONL"
+}
 
 start_burstd() {  # NS DEV SOCK
   nsenter --net=/run/netns/"$1" "$D" --backend xdp --netdev "$2" --workers 1 --socket "$3" \
@@ -67,7 +73,10 @@ perftest() {  # SIZE QPS -> median BW average Gbit/s
       ib_write_bw -d burst0 -x 1 -F --report_gbits -s "$size" -q "$qps" -D "$SECS" 10.56.0.2 \
       >"$TMP/cli" 2>&1
     wait "$s"
-    awk -v s="$size" '$1 == s && NF >= 5 {print $4}' "$TMP/cli" | tail -1
+    local v
+    v=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' "$TMP/cli" | tail -1)
+    jsonl perftest_provider "$size" "$qps" "$r" "$v"
+    echo "$v"
   done | median
 }
 
@@ -82,7 +91,10 @@ xfer() {  # SIZE QPS -> median goodput Gbit/s
       --op write --size "$size" --qps "$qps" --mtu 1024 --duration "$SECS" 10.56.0.2 \
       >"$TMP/cli" 2>&1
     wait "$s"
-    grep -o 'goodput=[0-9.]*' "$TMP/cli" | cut -d= -f2
+    local v
+    v=$(grep -o 'goodput=[0-9.]*' "$TMP/cli" | cut -d= -f2)
+    jsonl burst_xfer "$size" "$qps" "$r" "$v"
+    echo "$v"
   done | median
 }
 

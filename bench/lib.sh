@@ -1,0 +1,74 @@
+# shellcheck shell=bash
+# Shared pieces of bench/run.sh and its parts (sourced, not run).
+#   jrec KEY=VALUE ...        append one JSON object to $RESULTS (numbers stay numbers; a value
+#                             starting with '[' or '{' is copied as JSON; KEY:=VALUE is always
+#                             a string)
+#   jstr STRING               STRING as a JSON string (quotes and backslashes escaped)
+#   cpu_secs FILE             user + system seconds from a `/usr/bin/time -f '%U %S' -o FILE` record
+#   quantiles FILE            JSON list of the 0th..100th percentiles, then p99.9 and p99.99, in
+#                             microseconds, of the nanosecond samples in FILE (one per line)
+#   sfield FILE PATTERN NAME  value of NAME=... on the first line of FILE matching PATTERN
+#   bench_cmd NAME CMD...     record CMD (the exact command of a measurement) once per NAME
+#   blog MSG                  progress line on stderr
+# Environment of every part: BUILD, RESULTS, LOGDIR, RUNS, SECS, QUICK (0/1).
+
+# shellcheck disable=SC2034  # used by the parts
+TIMEF=(/usr/bin/time -f '%U %S' -o)
+
+blog() { echo "[bench $(date +%H:%M:%S)] $*" >&2; }
+
+jstr() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//\"/\\\"}
+  s=${s//$'\t'/ }
+  s=${s//$'\n'/ }
+  printf '"%s"' "$s"
+}
+
+jrec() {
+  local kv k v out=""
+  for kv in "$@"; do
+    k=${kv%%=*}
+    v=${kv#*=}
+    if [[ $k == *: ]]; then
+      k=${k%:}
+      v=$(jstr "$v")
+    elif [[ $v =~ ^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$ ]]; then
+      :
+    elif [[ $v == \[* || $v == \{* ]]; then
+      :
+    else
+      v=$(jstr "$v")
+    fi
+    out+="${out:+, }\"$k\": $v"
+  done
+  echo "{$out}" >>"$RESULTS"
+}
+
+cpu_secs() {
+  [[ -s $1 ]] || { echo ""; return; }
+  tail -1 "$1" | awk 'NF == 2 && $1 ~ /^[0-9.]+$/ {printf "%.3f", $1 + $2}'
+}
+
+quantiles() {
+  sort -n "$1" | awk '{a[NR] = $1}
+    END {
+      if (NR == 0) { print "[]"; exit }
+      s = "["
+      for (p = 0; p <= 100; p++) s = s sprintf("%.3f,", a[int(p / 100 * (NR - 1)) + 1] / 1000)
+      s = s sprintf("%.3f,%.3f]", a[int(0.999 * (NR - 1)) + 1] / 1000, a[int(0.9999 * (NR - 1)) + 1] / 1000)
+      print s
+    }'
+}
+
+sfield() { grep -m1 -- "$2" "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$3=//p" | head -1; }
+
+declare -A BENCH_CMDS_SEEN
+bench_cmd() {
+  local name=$1
+  shift
+  [[ -n ${BENCH_CMDS_SEEN[$name]:-} ]] && return 0
+  BENCH_CMDS_SEEN[$name]=1
+  jrec part=cmd name="$name" cmd="$*"
+}
