@@ -136,7 +136,10 @@ raw_run() {  # MTU RUN
   secs=$(sfield "$f.tx" 'tx total' seconds)
   [[ -n $txg ]] || err="sender: $(tail -1 "$f.tx")"
   local payload
-  payload=$(awk -v g="${txg:-0}" -v m="$mtu" -v fr="$frame" 'BEGIN {printf "%.3f", g * m / fr}')
+  # The ceiling is what arrives: the receiver's rate when it is lower (the
+  # sender may outrun the receiving socket, which then counts drops).
+  payload=$(awk -v t="${txg:-0}" -v r="${rxg:-}" -v m="$mtu" -v fr="$frame" \
+    'BEGIN {g = t; if (r != "" && r + 0 < g) g = r; printf "%.3f", g * m / fr}')
   jrec part=raw mtu="$mtu" link_mtu="$(link_of "$mtu")" frame="$frame" run="$r" \
     tx_gbps="${txg:-}" rx_gbps="${rxg:-}" payload_gbps="$payload" tx_pps="${pps:-}" \
     bytes="${bytes:-0}" seconds="${secs:-0}" cpu_tx="$(cpu_secs "$f.tx.cpu")" \
@@ -151,8 +154,10 @@ xfer_run() {  # TAG RUN CLIENT_ARGS...
   local tag=$1 r=$2 f spid
   shift 2
   f=$LOG/$tag-$r
-  local scmd=("$X" --backend xdp --netdev vb)
-  local ccmd=("$X" --backend xdp --netdev va "$@" "$IP_B")
+  # --spin: each side has a core of its own (taskset), and polls it like the
+  # busy-polling UDP baseline instead of yielding when idle.
+  local scmd=("$X" --backend xdp --netdev vb --spin)
+  local ccmd=("$X" --backend xdp --netdev va --spin "$@" "$IP_B")
   spawn "${TIMEF[@]}" "$f.srv.cpu" timeout -k 5 $((SECS + 60)) "${NSB[@]}" "${PIN_B[@]}" "${scmd[@]}" \
     >"$f.srv" 2>&1
   spid=$BG

@@ -461,10 +461,11 @@ def write_report(res, base, md_path, png_dir, base_name=None):
         L.append(note)
         L.append("")
     L.append("One burst-xfer per namespace (side A client on CPU 0, side B server on CPU 1), one "
-             "worker each, RC QPs, messages in flight per QP: 8 MB / size, between 1 and 64. "
-             "Goodput is the client's completed message bytes per second. Raw AF_XDP is the "
-             "xsk-raw sender's rate scaled to payload (frame = payload + 58 bytes of "
-             "Ethernet/IPv4/UDP/BTH/ICRC), same cores, same queue count.")
+             "worker each (`--spin`: no yielding), RC QPs, messages in flight per QP: 8 MB / "
+             "size, between 1 and 64. Goodput is the client's completed message bytes per "
+             "second. Raw AF_XDP is xsk-raw's delivered rate (the lower of sender and receiver) "
+             "scaled to payload (frame = payload + 58 bytes of Ethernet/IPv4/UDP/BTH/ICRC), "
+             "same cores, same queue count.")
     L.append("")
     for mtu in res.values("goodput", "mtu"):
         png = f"goodput_mtu{mtu}.png"
@@ -667,17 +668,18 @@ def write_report(res, base, md_path, png_dir, base_name=None):
     # --- Notes ---------------------------------------------------------------------------
     L.append("## Reading these numbers")
     L.append("")
-    L.append("- Raw AF_XDP ceiling: on the veth pair, the sender's rate, as in bench/veth_xfer.sh "
-             "(the receiving socket takes each frame or counts a drop; both rates are in the raw "
-             "table); in the guests, the receiver's rate (the emulated path loses part of what "
-             "the sender queues before it reaches the other guest).")
+    L.append("- Raw AF_XDP ceiling: what arrives, i.e. the lower of the sender's and the "
+             "receiver's rate (the sending socket can outrun the receiving one, which then "
+             "counts drops; both rates are in the raw table); in the guests, the receiver's "
+             "rate.")
     L.append("- Under emulation both rxe and burst depend on how the host schedules the guests' "
              "vCPU threads next to QEMU's I/O threads and everything else on the machine: medians "
              "of single runs move between ~0.3 ms and several ms for either stack. Compare "
              "medians of several runs, and only within the guest table.")
-    L.append("- burst-xfer and xsk-raw busy-poll (burst-xfer yields the CPU after 64 empty "
-             "loops), kernel TCP and blocking UDP sleep: CPU per GB favours the sleepers when "
-             "the link is not the bottleneck.")
+    L.append("- burst-xfer (with --spin on the veth pair: each side owns its core and never "
+             "yields, like the busy-polling UDP baseline) and xsk-raw busy-poll, kernel TCP and "
+             "blocking UDP sleep: CPU per GB favours the sleepers when the link is not the "
+             "bottleneck.")
     L.append("- A point with failed runs (see the goodput tables) is summarised over its "
              "successful runs only; the logs of the last run are in build/default/bench-run/.")
     L.append("")

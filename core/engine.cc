@@ -483,7 +483,7 @@ bool Engine::space_read(uint32_t space, void* dst, const void* src, uint32_t len
     std::memcpy(dst, st.buf.get() + (s - st.begin), len);
     return true;
   }
-  const uint64_t want = std::min<uint64_t>(avail, kTxStageBytes);
+  const uint64_t want = std::min<uint64_t>({avail, uint64_t{tx_stage_cap_}, kTxStageBytes});
   if (want > len) {
     if (!st.buf) st.buf = std::make_unique<uint8_t[]>(kTxStageBytes);
     if (mrs_.spaces().read(space, st.buf.get(), src, want)) {

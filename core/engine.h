@@ -239,8 +239,10 @@ class Engine {
   }
   // Transmit-side read of MR bytes in `space` into a frame (synchronous).
   // `avail` bytes from `src` on are readable (the rest of the SGE / READ
-  // response): up to kTxStageBytes of them are read ahead with the same system
-  // call into tx_stage_, and the following frames of the message are copied
+  // response): up to kTxStageBytes of them, and no more than the QP's visit in
+  // tx_build() can send (tx_stage_cap_: with many QPs taking turns, a larger
+  // read would be thrown away), are read ahead with the same system call into
+  // tx_stage_, and the following frames of the message are copied
   // from there. The stage is dropped at the start of every tx_build(): within
   // one call every message it serves is in flight, so its bytes cannot change
   // (the verbs contract), and no MR is deregistered.
@@ -339,6 +341,7 @@ class Engine {
     const uint8_t* end = nullptr;
     std::unique_ptr<uint8_t[]> buf;
   } tx_stage_;
+  uint32_t tx_stage_cap_ = kTxStageBytes;  // what the QP being built may still send now
   bool flushing_ = false;  // inside flush_cqes() or handle_copy_failures()
   // handle_copy_failures() scratch (error path): the failed copies' tags, the
   // earliest per QP and side.

@@ -193,6 +193,7 @@ uint32_t Engine::tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns) {
       qp.in_tx_list = false;
       if (!qp.in_use) continue;
       const uint32_t budget = std::min(n - out, config_.tx_qp_burst);
+      tx_stage_cap_ = budget * qp.mtu;  // read ahead no more than this visit can send
       const uint32_t built = build_for_qp(qp, bufs + out, budget, now_ns, &no_room);
       out += built;
       if (built != 0) progress = true;

@@ -169,6 +169,11 @@ bool set_config_value(Config* c, const std::string& key, const std::string& valu
     }
   } else if (key == "mtu") {
     if (!parse_u32(value, 576, 9000, 10, &c->mtu)) return bad("an L3 MTU, 576..9000");
+  } else if (key == "window") {
+    if (!parse_u32(value, 16, 1u << 16, 10, &c->window_pkts)) return bad("packets, 16..65536");
+  } else if (key == "xdp_frames") {
+    if (!parse_u32(value, 512, 1u << 18, 10, &c->xdp_frames) || (c->xdp_frames & (c->xdp_frames - 1)))
+      return bad("a power of two, 512..262144");
   } else if (key == "idle_sleep_max_us") {
     if (!parse_u32(value, 0, 100'000, 10, &c->idle_sleep_max_us)) {
       return bad("microseconds, 0..100000");

@@ -12,6 +12,8 @@
 //   memory = cma             # cma | shm | kmod: how application memory is reached
 //   mtu = 1500               # loopback backend: L3 MTU of the simulated port
 //   idle_sleep_max_us = 1000 # longest sleep of an idle worker (0: never sleep, only yield)
+//   window = 256             # unacknowledged packets per QP (requester window)
+//   xdp_frames = 8192        # UMEM frames per AF_XDP queue, half of them for receive
 //   command_timeout_ms = 2000
 //   max_clients = 1024
 //   log_level = info         # error | warning | info | debug
@@ -51,6 +53,11 @@ struct Config {
   uint8_t memory_mode = BURST_CTL_MEM_CMA;  // reported; used once MRs arrive
   uint32_t mtu = 1500;
   uint32_t idle_sleep_max_us = 1000;
+  // Unacknowledged packets per QP. Every QP of a peer shares that peer's receive
+  // ring: 8 QPs x 1024 packets overran a 2048-frame AF_XDP ring and Go-Back-N
+  // resent 40% of the packets (ib_write_bw -q 8).
+  uint32_t window_pkts = 256;
+  uint32_t xdp_frames = 8192;
   uint32_t command_timeout_ms = 2000;
   uint32_t max_clients = 1024;
   std::string log_level = "info";

@@ -56,6 +56,7 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   std::unique_ptr<Device> d(new Device());
   d->worker_options_.idle_sleep_max_us = config.idle_sleep_max_us;
   d->info_.memory_mode = config.memory_mode;
+  d->window_pkts_ = config.window_pkts;
   d->info_.workers = config.workers;
   d->info_.max_qp_per_worker = kMaxQpsPerWorker;
   d->info_.max_cq_per_worker = kMaxCqsPerWorker;
@@ -86,6 +87,7 @@ core::EngineConfig Device::engine_config(uint32_t w) const {
   ec.max_cqs = kMaxCqsPerWorker;
   ec.qpn_stride = info_.workers;
   ec.qpn_offset = w;
+  ec.window_pkts = window_pkts_;
   return ec;
 }
 
@@ -149,6 +151,7 @@ bool Device::open_xdp(const Config& config, std::string* error) {
 
   datapath::XdpConfig xc;
   xc.netdev = config.netdev;
+  xc.num_frames = config.xdp_frames;
   xc.xdp_mode = config.xdp_mode == XdpMode::kNative    ? datapath::XdpAttachMode::kNative
                 : config.xdp_mode == XdpMode::kGeneric ? datapath::XdpAttachMode::kGeneric
                                                        : datapath::XdpAttachMode::kAuto;

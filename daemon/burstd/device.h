@@ -102,6 +102,7 @@ class Device {
 
   DeviceInfo info_;
   WorkerOptions worker_options_;
+  uint32_t window_pkts_ = 256;
   std::unique_ptr<core::MrTable> mrs_;
   std::unique_ptr<core::Handoff> handoff_;
   std::unique_ptr<datapath::XdpPort> xdp_port_;

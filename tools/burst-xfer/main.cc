@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   app.add_option("--netdev", o.netdev, "network backends: the interface to use");
   app.add_option("--workers", o.workers, "network backends: worker threads (one queue each)")
       ->check(CLI::Range(1, 64));
+  app.add_flag("--spin", o.spin,
+               "network backends: poll without ever yielding the CPU (a core per worker; what "
+               "a busy-polling UDP ping-pong does)");
   app.add_option("--port", o.port, "TCP port of the side channel (default 18515)");
   app.add_option("--xdp-mode", o.xdp_mode, "xdp: native, generic or auto")
       ->check(CLI::IsMember({"auto", "native", "generic"}));

@@ -352,10 +352,12 @@ void Node::worker_loop(WorkerCtx& w) {
         if (all_idle) break;
       }
     }
-    // Back off when idle: both peers may share two cores in tests.
+    // Back off when idle: both peers may share two cores in tests. With --spin
+    // (a core of its own) never: a frame that lands during sched_yield() waits
+    // for the system call to return (~0.5 us on this machine).
     if (worked) {
       idle = 0;
-    } else if (++idle > 64) {
+    } else if (++idle > 64 && !o_.spin) {
       sched_yield();
     }
   }

@@ -35,6 +35,7 @@ struct Options {
   // Network backends.
   std::string netdev;
   uint32_t workers = 1;
+  bool spin = false;  // network backends: never yield the CPU when idle
   uint16_t port = 18515;
   std::string server;  // client mode when set
   std::string xdp_mode = "auto";
