@@ -64,9 +64,12 @@ memif_one() {  # ARGS... -> client goodput over memif (both ends in namespace A)
   local s="burst-bk-memif-$$"
   nsenter --net=/run/netns/"$NA" timeout $((SECS + 30)) "$X" --backend dpdk --address 10.57.0.2/24 \
     --port 18790 --dpdk-port "net_memif0,role=server,socket=$s,id=0" >"$TMP/msrv" 2>&1 &
-  local sp=$!
+  local sp=$! i
   PIDS+=("$sp")
-  sleep 0.5
+  for ((i = 0; i < 100; i++)); do  # its memif socket exists once it listens
+    ip netns exec "$NA" ss -ltn 'sport = :18790' | grep -q LISTEN && break
+    sleep 0.1
+  done
   if nsenter --net=/run/netns/"$NA" timeout $((SECS + 30)) "$X" --backend dpdk --address 10.57.0.1/24 \
       --port 18790 --dpdk-port "net_memif0,role=client,socket=$s,id=0" --duration "$SECS" "$@" \
       127.0.0.1 >"$TMP/mcli" 2>&1 && wait "$sp"; then

@@ -188,8 +188,10 @@ std::unique_ptr<DpdkPort> DpdkPort::Open(const DpdkConfig& config, DpdkError* er
   const uint32_t frame_max = std::max<uint32_t>(config.mtu, 1500) + 14;
   const uint64_t room = data_room(frame_max, config.port);
   const uint64_t per_mbuf = room + sizeof(rte_mbuf) + 128;
+  const uint64_t mbufs_per_pool =
+      std::max<uint32_t>(config.mbufs, config.rx_desc + config.tx_desc + 2 * kPoolCache);
   const uint64_t pools_mb =
-      (per_mbuf * (uint64_t{std::max<uint32_t>(config.mbufs, config.rx_desc + config.tx_desc + 2 * kPoolCache)} * 2 * config.queues + kControlMbufs) >> 20) + 1;
+      ((per_mbuf * (mbufs_per_pool * 2 * config.queues + kControlMbufs)) >> 20) + 1;
   const uint64_t memory_mb = ((pools_mb + 96 + 1) / 2) * 2;  // + rings, EAL heap; even
   std::call_once(eal().once, [&] { init_eal(config, memory_mb); });
   if (!eal().ok) {
@@ -374,8 +376,11 @@ DpdkError DpdkPort::Configure(const DpdkConfig& c) {
     return make_error(-rc, "DPDK port " + name_ + " (" + driver_ + "): cannot set MTU " +
                                std::to_string(mtu_) + ": " + rte_strerror(-rc));
   if (int rc = rte_eth_dev_start(port_id_); rc != 0)
-    return make_error(-rc, "DPDK port " + name_ + " (" + driver_ +
-                               "): start failed: " + rte_strerror(-rc));
+    return make_error(-rc, "DPDK port " + name_ + " (" + driver_ + "): start failed: " +
+                               rte_strerror(-rc) +
+                               (driver_ == "net_memif"
+                                    ? " (a memif client starts after its server: is it up?)"
+                                    : ""));
   started_ = true;
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id_, &mac);

@@ -14,7 +14,7 @@ X=${1:?usage: memif_test.sh BURST_XFER}
 . "$(dirname "$0")/../lib.sh"
 
 netns_require_root "network namespaces, DPDK EAL"
-netns_require_tools "iproute2 util-linux" ip nsenter timeout
+netns_require_tools "iproute2 util-linux" ip nsenter timeout ss
 [[ -x $X ]] || fail "burst-xfer not found at $X"
 "$X" --help 2>&1 | grep -q -- "--dpdk-port" || skip "burst-xfer was built without DPDK"
 netns_pair burst-memif
@@ -29,7 +29,12 @@ pair() {
     --dpdk-port "net_memif0,role=server,socket=$SOCK,id=0" >"$TMP/$name.srv" 2>&1 &
   local spid=$!
   BG_PIDS+=("$spid")
-  sleep 0.3
+  # The server has its memif socket once it listens on the side channel.
+  local i
+  for ((i = 0; i < 100; i++)); do
+    inA ss -ltn 'sport = :18777' | grep -q LISTEN && break
+    sleep 0.1
+  done
   if ! inA timeout 120 "$X" --backend dpdk --address 10.99.0.1/24 --port 18777 \
       --dpdk-port "net_memif0,role=client,socket=$SOCK,id=0" "$@" 127.0.0.1 >"$TMP/$name.cli" 2>&1; then
     cat "$TMP/$name.cli" "$TMP/$name.srv"
