@@ -11,6 +11,7 @@ namespace {
 constexpr uint16_t kOpRequest = 1;
 constexpr uint16_t kOpReply = 2;
 constexpr auto kRetryInterval = std::chrono::milliseconds(200);
+constexpr ArpAgent::Mac kBroadcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 uint32_t rd_ip(const uint8_t* p) {  // keeps network byte order
@@ -104,7 +105,6 @@ bool ArpAgent::resolve(uint32_t ip, Mac* out, int timeout_ms, std::string* error
     return false;
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  static constexpr Mac kBroadcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   for (;;) {
     if (auto it = cache_.find(ip); it != cache_.end()) {
       *out = it->second;
@@ -112,8 +112,7 @@ bool ArpAgent::resolve(uint32_t ip, Mac* out, int timeout_ms, std::string* error
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) break;
-    send_locked(kOpRequest, kBroadcast, Mac{}, source_for(ip), ip);
-    ++counters_.requests_sent;
+    request_locked(ip);
     learned_cv_.wait_until(lock, std::min(deadline, now + kRetryInterval));
   }
   *error = "no ARP answer from " + ip_string(ip) + " within " + std::to_string(timeout_ms) +
@@ -131,14 +130,16 @@ bool ArpAgent::lookup(uint32_t ip, Mac* out) const {
 
 void ArpAgent::request(uint32_t ip) {
   std::lock_guard<std::mutex> lock(mu_);
-  static constexpr Mac kBroadcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  request_locked(ip);
+}
+
+void ArpAgent::request_locked(uint32_t ip) {
   send_locked(kOpRequest, kBroadcast, Mac{}, source_for(ip), ip);
   ++counters_.requests_sent;
 }
 
 void ArpAgent::announce() {
   std::lock_guard<std::mutex> lock(mu_);
-  static constexpr Mac kBroadcast = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
   for (const Address& a : addresses_) send_locked(kOpRequest, kBroadcast, Mac{}, a.ip, a.ip);
 }
 

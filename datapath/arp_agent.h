@@ -75,6 +75,7 @@ class ArpAgent {
  private:
   bool ours(uint32_t ip) const;
   uint32_t source_for(uint32_t target) const;
+  void request_locked(uint32_t ip);
   void send_locked(uint16_t op, const Mac& eth_dst, const Mac& tha, uint32_t spa, uint32_t tpa);
 
   const Mac mac_;

@@ -281,17 +281,7 @@ bool Device::open_dpdk(const Config& config, std::string* error) {
     }
     dc.mtu = config.mtu;
   }
-  std::vector<std::string> eal;
-  {
-    size_t pos = 0;
-    const std::string& e = config.dpdk_eal;
-    while ((pos = e.find_first_not_of(" \t", pos)) != std::string::npos) {
-      const size_t end = e.find_first_of(" \t", pos);
-      eal.push_back(e.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-      pos = end;
-    }
-  }
-  dc.eal_args = eal;
+  dc.eal_args = datapath::SplitEalArgs(config.dpdk_eal);
   dc.queues = config.workers;
   dc.hugepages = config.dpdk_hugepages == Hugepages::kOn    ? datapath::DpdkHugepages::kRequire
                  : config.dpdk_hugepages == Hugepages::kOff ? datapath::DpdkHugepages::kOff

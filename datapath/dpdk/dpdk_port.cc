@@ -173,6 +173,17 @@ std::string AfPacketDevargs(const std::string& netdev, uint32_t queues, uint32_t
          ",framecnt=" + std::to_string(framesz > 2048 ? 512 : 2048);
 }
 
+std::vector<std::string> SplitEalArgs(const std::string& line) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while ((pos = line.find_first_not_of(" \t", pos)) != std::string::npos) {
+    const size_t end = line.find_first_of(" \t", pos);
+    out.push_back(line.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    pos = end;
+  }
+  return out;
+}
+
 std::unique_ptr<DpdkPort> DpdkPort::Open(const DpdkConfig& config, DpdkError* error) {
   if (config.port.empty()) {
     *error = make_error(EINVAL,

@@ -80,6 +80,9 @@ struct DpdkPortStats {
 // frames).
 std::string AfPacketDevargs(const std::string& netdev, uint32_t queues, uint32_t mtu);
 
+// "--a b  -c" -> {"--a", "b", "-c"}: the one-line dpdk_eal / --eal settings.
+std::vector<std::string> SplitEalArgs(const std::string& line);
+
 class DpdkPort {
  public:
   static std::unique_ptr<DpdkPort> Open(const DpdkConfig& config, DpdkError* error);

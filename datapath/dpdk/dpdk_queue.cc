@@ -9,6 +9,21 @@
 #include "datapath/arp_agent.h"
 
 namespace burst::datapath {
+namespace {
+
+// Frames handed out by rx_burst or tx_alloc carry their mbuf in `handle`.
+void free_frames(Frame* frames, uint32_t n) {
+  rte_mbuf* mb[DpdkQueue::kMaxBurst];
+  while (n > 0) {
+    const uint32_t k = n < DpdkQueue::kMaxBurst ? n : DpdkQueue::kMaxBurst;
+    for (uint32_t i = 0; i < k; ++i) mb[i] = reinterpret_cast<rte_mbuf*>(frames[i].handle);
+    rte_pktmbuf_free_bulk(mb, k);
+    frames += k;
+    n -= k;
+  }
+}
+
+}  // namespace
 
 DpdkQueue::~DpdkQueue() {
   for (rte_mbuf* m : control_) rte_pktmbuf_free(m);
@@ -64,16 +79,7 @@ uint32_t DpdkQueue::rx_burst(Frame* frames, uint32_t n) {
   return out;
 }
 
-void DpdkQueue::rx_release(Frame* frames, uint32_t n) {
-  rte_mbuf* mb[kMaxBurst];
-  while (n > 0) {
-    const uint32_t k = n < kMaxBurst ? n : kMaxBurst;
-    for (uint32_t i = 0; i < k; ++i) mb[i] = reinterpret_cast<rte_mbuf*>(frames[i].handle);
-    rte_pktmbuf_free_bulk(mb, k);
-    frames += k;
-    n -= k;
-  }
-}
+void DpdkQueue::rx_release(Frame* frames, uint32_t n) { free_frames(frames, n); }
 
 uint32_t DpdkQueue::tx_alloc(Frame* frames, uint32_t n) {
   rte_mbuf* mb[kMaxBurst];
@@ -150,15 +156,6 @@ void DpdkQueue::flush_control() {
   control_pending_.store(!control_.empty(), std::memory_order_release);
 }
 
-void DpdkQueue::tx_free(Frame* frames, uint32_t n) {
-  rte_mbuf* mb[kMaxBurst];
-  while (n > 0) {
-    const uint32_t k = n < kMaxBurst ? n : kMaxBurst;
-    for (uint32_t i = 0; i < k; ++i) mb[i] = reinterpret_cast<rte_mbuf*>(frames[i].handle);
-    rte_pktmbuf_free_bulk(mb, k);
-    frames += k;
-    n -= k;
-  }
-}
+void DpdkQueue::tx_free(Frame* frames, uint32_t n) { free_frames(frames, n); }
 
 }  // namespace burst::datapath

@@ -18,17 +18,6 @@
 namespace burst::tools {
 namespace {
 
-std::vector<std::string> split_ws(const std::string& s) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while ((pos = s.find_first_not_of(" \t", pos)) != std::string::npos) {
-    const size_t end = s.find_first_of(" \t", pos);
-    out.push_back(s.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
-    pos = end;
-  }
-  return out;
-}
-
 class DpdkNetPort final : public NetPort {
  public:
   DpdkNetPort(const Options& o, const std::string& netdev, uint32_t mtu) {
@@ -36,7 +25,7 @@ class DpdkNetPort final : public NetPort {
     cfg.port = o.dpdk_port;
     if (cfg.port.empty() && !netdev.empty())
       cfg.port = datapath::AfPacketDevargs(netdev, o.workers, mtu);
-    cfg.eal_args = split_ws(o.eal);
+    cfg.eal_args = datapath::SplitEalArgs(o.eal);
     cfg.queues = o.workers;
     cfg.mtu = mtu;
     datapath::DpdkError err;
