@@ -27,7 +27,7 @@
 // its SGEs are checked against the PD of the QP that takes the WQE, as in rxe.
 //
 // Memory spaces: an MR may live in another process (mr.h, mem_space.h). Gathers
-// and READ responses from such an MR use process_vm_readv at build time; a
+// and READ responses from such an MR read it through MemSpaces at build time; a
 // failure is a local protection error (gather) or a remote access error NAK
 // (READ response). Placement into it goes through the CopyEngine, batched; a
 // copy that fails is found when the copies are drained, before any completion

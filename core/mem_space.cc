@@ -1,6 +1,5 @@
 #include "core/mem_space.h"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,9 +20,61 @@ std::mutex& remote_atomic_mutex() {
   return m;
 }
 
-int pidfd_open(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0u)); }
-
 bool whole(ssize_t got, size_t len) { return got >= 0 && static_cast<size_t>(got) == len; }
+
+// /proc/PID/mem is addressed by file offset = virtual address. Addresses above
+// 2^63 (kernel half, never user memory) do not fit an off_t: refused.
+bool to_offset(const void* addr, off_t* off) {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  if (a > static_cast<uintptr_t>(INT64_MAX)) return false;
+  *off = static_cast<off_t>(a);
+  return true;
+}
+
+// One preadv/pwritev per run of elements contiguous on the space side. A short
+// transfer ends the call (the prefix is reported). A transfer of 0 bytes for a
+// non-empty run means the address space is gone (exec or exit): ESRCH.
+template <bool kWrite>
+ssize_t transfer(int fd, const iovec* local, const iovec* remote, size_t n) {
+  size_t total = 0;
+  size_t i = 0;
+  while (i < n) {
+    if (remote[i].iov_len == 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    size_t run = remote[i].iov_len;
+    while (j < n && static_cast<const uint8_t*>(remote[j - 1].iov_base) + remote[j - 1].iov_len ==
+                        remote[j].iov_base) {
+      run += remote[j].iov_len;
+      ++j;
+    }
+    off_t off;
+    if (!to_offset(remote[i].iov_base, &off) ||
+        !to_offset(static_cast<const uint8_t*>(remote[i].iov_base) + run, &off)) {
+      if (total != 0) return static_cast<ssize_t>(total);
+      errno = EFAULT;
+      return -1;
+    }
+    to_offset(remote[i].iov_base, &off);
+    ssize_t got;
+    do {
+      got = kWrite ? pwritev(fd, local + i, static_cast<int>(j - i), off)
+                   : preadv(fd, local + i, static_cast<int>(j - i), off);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) {
+      if (total != 0) return static_cast<ssize_t>(total);
+      // EIO from /proc/PID/mem: the first page is not mapped (or not accessible).
+      errno = got == 0 ? ESRCH : EFAULT;
+      return -1;
+    }
+    total += static_cast<size_t>(got);
+    if (static_cast<size_t>(got) != run) return static_cast<ssize_t>(total);
+    i = j;
+  }
+  return static_cast<ssize_t>(total);
+}
 
 }  // namespace
 
@@ -32,54 +83,47 @@ MemSpaces::MemSpaces()
 
 MemSpaces::~MemSpaces() {
   for (uint32_t i = 1; i < kMaxSpaces; ++i) {
-    if (entries_[i].pidfd >= 0) close(entries_[i].pidfd);
+    const uint64_t s = entries_[i].state.load(std::memory_order_relaxed);
+    if (s != 0) close(static_cast<int>(static_cast<uint32_t>(s)));
   }
 }
 
-uint32_t MemSpaces::attach(pid_t pid) {
-  if (pid <= 0) return 0;
+uint32_t MemSpaces::attach(int mem_fd) {
+  if (mem_fd < 0) return 0;
   // Round robin from the last entry handed out: a detached index comes back as
   // late as possible (its generation changes anyway).
   for (uint32_t n = 0; n < kMaxSpaces - 1; ++n) {
     const uint32_t index = 1 + (next_ - 1 + n) % (kMaxSpaces - 1);
     Entry& e = entries_[index];
     if (e.state.load(std::memory_order_relaxed) != 0) continue;
-    const int fd = pidfd_open(pid);
-    if (fd < 0) return 0;  // no such process
     const uint32_t gen = generation_[index] = (generation_[index] + 1) % kGenerations;
     const uint32_t id = (gen << kIndexBits) | index;
-    e.pidfd = fd;
-    e.state.store((uint64_t{id} << 32) | static_cast<uint32_t>(pid), std::memory_order_release);
+    e.state.store((uint64_t{id} << 32) | static_cast<uint32_t>(mem_fd), std::memory_order_release);
     next_ = index % (kMaxSpaces - 1) + 1;
     ++attached_;
     return id;
   }
+  close(mem_fd);
   return 0;
 }
 
-void MemSpaces::detach(uint32_t id) {
-  if (id == kLocal) return;
+int MemSpaces::detach(uint32_t id) {
+  if (id == kLocal) return -1;
   Entry& e = entries_[id & kIndexMask];
   const uint64_t s = e.state.load(std::memory_order_relaxed);
-  if (s == 0 || static_cast<uint32_t>(s >> 32) != id) return;
+  if (s == 0 || static_cast<uint32_t>(s >> 32) != id) return -1;
   e.state.store(0, std::memory_order_release);
-  if (e.pidfd >= 0) close(e.pidfd);
-  e.pidfd = -1;
   --attached_;
+  return static_cast<int>(static_cast<uint32_t>(s));
 }
 
-int MemSpaces::pidfd(uint32_t id) const {
-  if (resolve(id) == 0) return -1;
-  return entries_[id & kIndexMask].pidfd;
-}
-
-pid_t MemSpaces::resolve(uint32_t space) const {
+int MemSpaces::resolve(uint32_t space) const {
   const uint64_t s = entries_[space & kIndexMask].state.load(std::memory_order_acquire);
-  if (static_cast<uint32_t>(s >> 32) != space || s == 0) return 0;
-  return static_cast<pid_t>(static_cast<uint32_t>(s));
+  if (s == 0 || static_cast<uint32_t>(s >> 32) != space) return -1;
+  return static_cast<int>(static_cast<uint32_t>(s));
 }
 
-pid_t MemSpaces::pid(uint32_t id) const { return id == kLocal ? 0 : resolve(id); }
+int MemSpaces::fd(uint32_t id) const { return id == kLocal ? -1 : resolve(id); }
 
 ssize_t MemSpaces::readv(uint32_t space, const iovec* local, const iovec* remote, size_t n) const {
   if (space == kLocal) {
@@ -91,12 +135,12 @@ ssize_t MemSpaces::readv(uint32_t space, const iovec* local, const iovec* remote
     }
     return static_cast<ssize_t>(total);
   }
-  const pid_t p = resolve(space);
-  if (p == 0) {
+  const int fd = resolve(space);
+  if (fd < 0) {
     errno = ESRCH;
     return -1;
   }
-  return process_vm_readv(p, local, n, remote, n, 0);
+  return transfer<false>(fd, local, remote, n);
 }
 
 ssize_t MemSpaces::writev(uint32_t space, const iovec* local, const iovec* remote, size_t n) const {
@@ -109,23 +153,23 @@ ssize_t MemSpaces::writev(uint32_t space, const iovec* local, const iovec* remot
     }
     return static_cast<ssize_t>(total);
   }
-  const pid_t p = resolve(space);
-  if (p == 0) {
+  const int fd = resolve(space);
+  if (fd < 0) {
     errno = ESRCH;
     return -1;
   }
-  return process_vm_writev(p, local, n, remote, n, 0);
+  return transfer<true>(fd, local, remote, n);
 }
 
 bool MemSpaces::read(uint32_t space, void* local_dst, const void* space_src, size_t len) const {
-  if (len == 0) return space == kLocal || resolve(space) != 0;
+  if (len == 0) return space == kLocal || resolve(space) >= 0;
   const iovec l{local_dst, len};
   const iovec r{const_cast<void*>(space_src), len};
   return whole(readv(space, &l, &r, 1), len);
 }
 
 bool MemSpaces::write(uint32_t space, void* space_dst, const void* local_src, size_t len) const {
-  if (len == 0) return space == kLocal || resolve(space) != 0;
+  if (len == 0) return space == kLocal || resolve(space) >= 0;
   const iovec l{const_cast<void*>(local_src), len};
   const iovec r{space_dst, len};
   return whole(writev(space, &l, &r, 1), len);

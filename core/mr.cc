@@ -51,7 +51,7 @@ void MrTable::pd_unref(uint32_t pd) {
 Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
                        uint32_t access, uint32_t* lkey, uint32_t* rkey, uint32_t space) {
   if (!pd_valid(pd)) return Errc::kNotFound;
-  if (space != MemSpaces::kLocal && spaces_.pid(space) == 0) return Errc::kInvalid;
+  if (space != MemSpaces::kLocal && spaces_.fd(space) < 0) return Errc::kInvalid;
   if ((access & ~kKnownAccess) != 0) return Errc::kInvalid;
   // As libibverbs: remote write or atomic access needs local write.
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&

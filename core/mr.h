@@ -14,7 +14,8 @@
 // k > 0 it is a virtual address in another process: lookups still return it as
 // a uint8_t*, but it must never be dereferenced: every lookup also gives the
 // space, and the caller goes through MemSpaces (reads, atomics) or the
-// CopyEngine (placement) with it. Attach the process (spaces().attach) before
+// CopyEngine (placement) with it. Attach the space (spaces().attach, with the
+// process's own /proc/self/mem descriptor) before
 // registering its MRs; deregister them before detaching it.
 //
 // Keys: lkey == rkey == (index << 8) | generation. The 24-bit index selects the

@@ -91,7 +91,7 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
     *err = WcStatus::kLocProtErr;
     return false;
   }
-  // Pieces in another space are read with one process_vm_readv per run of
+  // Pieces in another space are read with one MemSpaces::readv per run of
   // SGEs in the same space.
   iovec local_iov[kMaxSge];
   iovec space_iov[kMaxSge];

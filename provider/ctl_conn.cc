@@ -1,5 +1,7 @@
 #include "provider/ctl_conn.h"
 
+#include <fcntl.h>
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -83,7 +85,7 @@ int receive(CtlConn* c, void* buf, size_t cap, size_t* len, int64_t deadline, in
 }
 
 int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
-                int send_fd, int* recv_fd) {
+                const int* send_fds, size_t n_send, int* recv_fd) {
   if (c->broken || c->fd < 0) return ECONNRESET;
   if (req_len < kHdr || req_len > BURST_CTL_MAX_MSG || resp_len < kHdr || resp_len > kMaxResp) {
     return EINVAL;
@@ -97,18 +99,19 @@ int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
   h->status = 0;
   h->request_id = id;
   iovec iov{req, req_len};
-  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * 2)];
   msghdr mh{};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
-  if (send_fd >= 0) {
+  if (n_send > 2) return EINVAL;
+  if (n_send > 0) {
     mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof(cbuf);
+    mh.msg_controllen = CMSG_SPACE(sizeof(int) * n_send);
     cmsghdr* cm = CMSG_FIRSTHDR(&mh);
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &send_fd, sizeof(int));
+    cm->cmsg_len = CMSG_LEN(sizeof(int) * n_send);
+    memcpy(CMSG_DATA(cm), send_fds, sizeof(int) * n_send);
   }
   ssize_t sent;
   do {
@@ -185,7 +188,8 @@ int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_he
   snprintf(req.client_name, sizeof(req.client_name), "%s", client_name);
   pthread_mutex_lock(&c->mu);
   const int e =
-      call_locked(c, BURST_CTL_OP_HELLO, &req, sizeof(req), hello, sizeof(*hello), -1, nullptr);
+      call_locked(c, BURST_CTL_OP_HELLO, &req, sizeof(req), hello, sizeof(*hello), nullptr, 0,
+                  nullptr);
   pthread_mutex_unlock(&c->mu);
   if (e != 0) {
     if (e == EPROTONOSUPPORT && !c->broken) {
@@ -200,6 +204,10 @@ int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_he
     return e;
   }
   c->version = hello->version;
+  if (int ae = ctl_attach_memory(c, err, err_len); ae != 0) {
+    ctl_close(c);
+    return ae;
+  }
   return 0;
 }
 
@@ -211,7 +219,7 @@ int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
                 int send_fd, int* recv_fd) {
   int fds[2] = {-1, -1};
   pthread_mutex_lock(&c->mu);
-  int e = call_locked(c, op, req, req_len, resp, resp_len, send_fd, fds);
+  int e = call_locked(c, op, req, req_len, resp, resp_len, &send_fd, send_fd >= 0 ? 1 : 0, fds);
   pthread_mutex_unlock(&c->mu);
   if (e != 0 || recv_fd == nullptr) {
     for (int fd : fds) {
@@ -229,7 +237,7 @@ int ctl_call_fd2(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp,
                  int* recv_fds) {
   recv_fds[0] = recv_fds[1] = -1;
   pthread_mutex_lock(&c->mu);
-  int e = call_locked(c, op, req, req_len, resp, resp_len, -1, recv_fds);
+  int e = call_locked(c, op, req, req_len, resp, resp_len, nullptr, 0, recv_fds);
   pthread_mutex_unlock(&c->mu);
   if (e != 0) {
     for (int i = 0; i < 2; ++i) {
@@ -237,6 +245,39 @@ int ctl_call_fd2(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp,
       recv_fds[i] = -1;
     }
   }
+  return e;
+}
+
+int ctl_attach_memory(CtlConn* c, char* err, size_t err_len) {
+  // Opened here, by this process, with its own credentials: the kernel checks
+  // them now, and both stay bound to this address space (an exec'd image is
+  // out of their reach). burstd reaches our memory only through them.
+  const int maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (maps < 0) {
+    const int e = errno;
+    snprintf(err, err_len, "cannot open /proc/self/maps: %s (is /proc mounted?)", strerror(e));
+    return e;
+  }
+  const int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (mem < 0) {
+    // E.g. a process that is not dumpable (setuid, prctl(PR_SET_DUMPABLE, 0)):
+    // its /proc files belong to root.
+    fprintf(stderr,
+            "burst: cannot open /proc/self/mem (%s): only memory backed by a shared file "
+            "(memfd, /dev/shm, MAP_SHARED|MAP_ANONYMOUS as root) can be registered\n",
+            strerror(errno));
+  }
+  burst_ctl_attach_memory_req req{};
+  req.flags = mem >= 0 ? BURST_CTL_ATTACH_F_MEM : 0;
+  const int fds[2] = {maps, mem};
+  burst_ctl_empty_resp resp{};
+  pthread_mutex_lock(&c->mu);
+  const int e = call_locked(c, BURST_CTL_OP_ATTACH_MEMORY, &req, sizeof(req), &resp, sizeof(resp),
+                            fds, mem >= 0 ? 2 : 1, nullptr);
+  pthread_mutex_unlock(&c->mu);
+  close(maps);
+  if (mem >= 0) close(mem);
+  if (e != 0) snprintf(err, err_len, "ATTACH_MEMORY to burstd failed: %s", strerror(e));
   return e;
 }
 

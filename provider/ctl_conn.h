@@ -35,8 +35,10 @@ inline constexpr int kCallTimeoutMs = 10'000;
 // $BURST_SOCKET when set and not empty, else BURST_CTL_DEFAULT_SOCKET.
 const char* ctl_socket_path();
 
-// Connects to `path` and says HELLO as `client_name`; fills *hello. Returns 0 or
-// an errno value, with a one-line description in err[0, err_len).
+// Connects to `path`, says HELLO as `client_name` (fills *hello) and hands
+// burstd this process's own /proc/self/maps and /proc/self/mem (ATTACH_MEMORY:
+// the only way burstd reaches its memory, docs/security.md). Returns 0 or an
+// errno value, with a one-line description in err[0, err_len).
 int ctl_open(CtlConn* c, const char* path, const char* client_name, burst_ctl_hello_resp* hello,
              char* err, size_t err_len);
 
@@ -62,6 +64,9 @@ int ctl_call_fd(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
 // The same for a response with two descriptors (MAP_DOORBELL): recv_fds[0..1].
 int ctl_call_fd2(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
                  int* recv_fds);
+
+// ATTACH_MEMORY (part of ctl_open).
+int ctl_attach_memory(CtlConn* c, char* err, size_t err_len);
 
 void ctl_close(CtlConn* c);
 

@@ -710,9 +710,14 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
   req.addr = reinterpret_cast<uintptr_t>(addr);
   req.length = length;
   req.iova = hca_va;
+  // Shareable memory goes zero-copy when we hand burstd its file.
+  const int file = shared_file_for(addr, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0);
+  if (file >= 0) req.flags |= BURST_CTL_MR_F_FILE;
   burst_ctl_reg_mr_resp resp{};
-  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_REG_MR, &req, sizeof(req), &resp, sizeof(resp));
-      e != 0) {
+  const int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_REG_MR, &req, sizeof(req), &resp, sizeof(resp),
+                            file, nullptr);
+  if (file >= 0) close(file);
+  if (e != 0) {
     free(mr);
     errno = e;
     return nullptr;

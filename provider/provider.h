@@ -163,6 +163,10 @@ int poll_cq(ibv_cq* cq, int ne, ibv_wc* wc);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
 void init_cq_ex_ops(Cq* cq);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
+// mr_file.cc: a new descriptor (owned by the caller) of the file mapped
+// MAP_SHARED at [addr, addr + len), opened with this process's rights and
+// enough access for a `writable` MR; -1 when there is none (cross-memory).
+int shared_file_for(const void* addr, size_t len, bool writable);
 int dereg_mr(verbs_mr* mr);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 int destroy_ah(ibv_ah* ah);

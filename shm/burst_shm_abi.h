@@ -193,6 +193,7 @@ enum burst_shm_ring_error {
   BURST_SHM_RING_ERR_INDEX_OVERRUN = 2,   /* a peer index moved past the ring size */
   BURST_SHM_RING_ERR_BAD_ENTRY = 3,       /* an entry failed validation */
   BURST_SHM_RING_ERR_OVERFLOW = 4,        /* CQ full when burstd had a completion */
+  BURST_SHM_RING_ERR_REVOKED = 5,         /* the client was revoked (exec, new credentials) */
 };
 
 struct burst_shm_ring {

@@ -8,7 +8,7 @@
 //
 // Memory spaces (core/mem_space.h): the source is always in burst's own memory;
 // the destination is in `space`. kLocal copies are memcpy. Copies into another
-// process are gathered per space, in submission order, into process_vm_writev
+// process are gathered per space, in submission order, into MemSpaces::writev
 // calls of up to MemSpaces::kMaxIov iovecs (one call per space per poll() in the
 // common case), so that copies into the same space land in submission order;
 // copies into different spaces touch disjoint memory. A copy into another space
@@ -23,7 +23,7 @@
 //
 // The kind is chosen at construction; the engine branches once per batch, never
 // per copy, and has no virtual call. kCpu executes the queued copies with
-// memcpy / process_vm_writev at poll()/drain() time. kDsa is reserved for
+// memcpy / MemSpaces::writev (pwritev on the space's descriptor) at poll()/drain() time. kDsa is reserved for
 // BURST_WITH_DSA builds.
 //
 // Threading: one engine per worker; every call on the owning worker. The bound

@@ -12,7 +12,7 @@ uint32_t round_pow2(uint32_t v) {
   while (p < v && p < (1u << 30)) p <<= 1;
   return p;
 }
-// Bytes per process_vm_writev call, well below the kernel's MAX_RW_COUNT.
+// Bytes per MemSpaces::writev call, well below the kernel's MAX_RW_COUNT.
 constexpr size_t kMaxCallBytes = size_t{1} << 30;
 }  // namespace
 

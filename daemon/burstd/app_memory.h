@@ -1,18 +1,22 @@
-// How burstd reaches the memory an application registers (ibv_reg_mr).
+// How burstd reaches the memory an application registers (ibv_reg_mr), and
+// only through descriptors the application opened itself and sent
+// (docs/security.md): its /proc/self/maps (every registration is checked
+// against it), its /proc/self/mem, and per MR optionally the file behind a
+// shared mapping. burstd never opens anything of another process by pid.
 //
 // Zero-copy: when [addr, addr + len) lies inside one MAP_SHARED mapping of a
-// regular file of the application (memfd, a /dev/shm or other tmpfs file, a
-// hugetlbfs file, MAP_SHARED|MAP_ANONYMOUS shared memory), burstd maps the same
-// pages itself (the mapping's file through /proc/PID/map_files, at the file
-// offset of the range) and registers the MR in core::MemSpaces::kLocal with
-// `local` as its host address: placement is memcpy and atomics are CPU atomics,
-// coherent with the application's own accesses.
+// regular file (memfd, a /dev/shm or other tmpfs file, a hugetlbfs file,
+// MAP_SHARED|MAP_ANONYMOUS shared memory) and the application sent that file
+// (the maps show the same device and inode there), burstd maps the same pages
+// itself at the file offset of the range and registers the MR in
+// core::MemSpaces::kLocal with `local` as its host address: placement is
+// memcpy and atomics are CPU atomics, coherent with the application's own
+// accesses.
 //
-// Cross-memory: anything else (malloc, stack, private file mappings, ...), and
-// a zero-copy candidate that cannot be mapped (not a regular file, the range
-// reaching past the end of the file, map_files not accessible): the MR is
-// registered in the application's MemSpaces space with its own address and
-// burst reaches it with process_vm_readv/writev.
+// Cross-memory: anything else (malloc, stack, private file mappings, no file
+// sent, a file that does not match, a range reaching past the end of the
+// file): the MR is registered in the application's MemSpaces space (its
+// /proc/self/mem) with its own address.
 //
 // Either way the whole range must be mapped in the application, readable, and
 // writable when `writable` (as the kernel requires for ibv_reg_mr); len 0 is
@@ -24,8 +28,9 @@
 // MAP_SHARED|MAP_ANONYMOUS memory cannot shrink; for the others burstd needs a
 // policy (require the seal, or a SIGBUS guard around workers' copies).
 //
-// Threading: control plane only (it reads /proc and calls mmap/munmap).
-// unmap_app_range must run only after no worker uses the MR any more.
+// Threading: control plane only (it reads the maps descriptor and calls
+// mmap/munmap). unmap_app_range must run only after no worker uses the MR any
+// more.
 #pragma once
 
 #include <sys/types.h>
@@ -45,12 +50,18 @@ struct AppMapping {
   size_t map_len = 0;
 };
 
-// Classifies (and for zero-copy maps) [addr, addr + len) of process `pid`.
-// Errors: kNotFound (no process `pid`, or its maps are not readable),
+// Classifies (and for zero-copy maps) [addr, addr + len) of the address space
+// whose /proc/PID/maps descriptor is `maps_fd`; `file_fd` (-1: none) is the
+// file the application says backs the range (kept by the caller). Errors:
+// kNotFound (the address space is gone: the process exec'd or exited),
 // kInvalid (the range wraps or is not entirely mapped), kPermission (part of
 // the range is not readable, or not writable when `writable`). *out is reset
 // first and left kCrossMemory with nothing mapped on error.
-core::Status map_app_range(pid_t pid, uint64_t addr, uint64_t len, bool writable, AppMapping* out);
+core::Status map_app_range(int maps_fd, int file_fd, uint64_t addr, uint64_t len, bool writable,
+                           AppMapping* out);
+// Whether the address space behind `maps_fd` still exists (false once its
+// process exec'd or exited: its maps read empty). Cheap: reads one record.
+bool address_space_alive(int maps_fd);
 // Unmaps what map_app_range mapped (nothing for kCrossMemory) and resets *m.
 void unmap_app_range(AppMapping* m);
 

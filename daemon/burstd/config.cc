@@ -136,6 +136,29 @@ bool set_config_value(Config* c, const std::string& key, const std::string& valu
     c->socket_path = value;
   } else if (key == "socket_mode") {
     if (!parse_u32(value, 0, 0777, 8, &c->socket_mode)) return bad("an octal mode like 0666");
+  } else if (key == "socket_owner" || key == "socket_group" || key == "admin_group") {
+    if (value.find_first_of(" \t:/") != std::string::npos || value.size() > 64)
+      return bad("a user or group name, or a numeric id");
+    (key == "socket_owner" ? c->socket_owner
+     : key == "socket_group" ? c->socket_group
+                             : c->admin_group) = value;
+  } else if (key == "max_qps_per_user" || key == "max_cqs_per_user" ||
+             key == "max_mrs_per_user" || key == "max_pds_per_user") {
+    uint32_t* f = key == "max_qps_per_user"   ? &c->max_qps_per_user
+                  : key == "max_cqs_per_user" ? &c->max_cqs_per_user
+                  : key == "max_mrs_per_user" ? &c->max_mrs_per_user
+                                              : &c->max_pds_per_user;
+    if (!parse_u32(value, 0, 1u << 24, 10, f)) return bad("0 (no cap) .. 16777216");
+  } else if (key == "client_check_ms") {
+    if (!parse_u32(value, 10, 10'000, 10, &c->client_check_ms)) return bad("milliseconds, 10..10000");
+  } else if (key == "drop_caps") {
+    if (value == "on") {
+      c->drop_caps = true;
+    } else if (value == "off") {
+      c->drop_caps = false;
+    } else {
+      return bad("on or off");
+    }
   } else if (key == "xdp_mode") {
     if (value == "auto") {
       c->xdp_mode = XdpMode::kAuto;

@@ -6,7 +6,19 @@
 //   backend = xdp            # xdp | dpdk | loopback
 //   workers = 2              # worker threads (1..64)
 //   socket = /run/burst/burstd.sock
-//   socket_mode = 0666       # who may connect (access is checked per client later)
+//   socket_mode = 0666       # who may connect (like /dev/infiniband/uverbs*: every local
+//                            # user; burstd reaches only memory a client handed over)
+//   socket_owner = root      # owner of the socket file (user name or uid)
+//   socket_group = root      # group of the socket file (group name or gid)
+//   admin_group =            # members see every client's QPs in burstctl (root always does)
+//   max_qps_per_user = 0     # per-user caps for non-root users (0: only the device limit)
+//   max_cqs_per_user = 0
+//   max_mrs_per_user = 0
+//   max_pds_per_user = 0
+//   client_check_ms = 200    # how often burstd checks that clients did not exec or
+//                            # change credentials (docs/security.md)
+//   drop_caps = on           # on: after start-up keep only the capabilities the backend
+//                            # needs (docs/security.md); off: keep what burstd started with
 //   xdp_mode = auto          # auto | native | generic
 //   zero_copy = auto         # auto | on | off
 //   memory = cma             # cma | shm | kmod: how application memory is reached
@@ -48,6 +60,18 @@ struct Config {
   uint32_t workers = 1;
   std::string socket_path = BURST_CTL_DEFAULT_SOCKET;
   uint32_t socket_mode = 0666;
+  std::string socket_owner;  // empty: leave as created (burstd's own uid)
+  std::string socket_group;  // empty: leave as created
+  std::string admin_group;   // empty: only root sees other users' resources
+  // Per-user caps on objects, for clients whose uid is not 0 (0: no cap beyond
+  // the device limits). Registered bytes are always charged against the
+  // registering process's RLIMIT_MEMLOCK unless it holds CAP_IPC_LOCK.
+  uint32_t max_qps_per_user = 0;
+  uint32_t max_cqs_per_user = 0;
+  uint32_t max_mrs_per_user = 0;
+  uint32_t max_pds_per_user = 0;
+  uint32_t client_check_ms = 200;
+  bool drop_caps = true;
   XdpMode xdp_mode = XdpMode::kAuto;
   ZeroCopy zero_copy = ZeroCopy::kAuto;
   uint8_t memory_mode = BURST_CTL_MEM_CMA;  // reported; used once MRs arrive

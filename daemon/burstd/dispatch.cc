@@ -9,6 +9,7 @@
 #include "core/qp.h"
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
+#include "daemon/burstd/access.h"
 #include "provider/burst_device.h"
 
 namespace burst::burstd {
@@ -34,7 +35,24 @@ T read_as(const uint8_t* msg) {
 }  // namespace
 
 Dispatcher::Dispatcher(const Config& config, Device& device, Resources& resources)
-    : config_(config), device_(device), res_(resources), start_ns_(monotonic_ns()) {}
+    : config_(config), device_(device), res_(resources), start_ns_(monotonic_ns()) {
+  if (!config.admin_group.empty()) {
+    gid_t g = 0;
+    if (resolve_group(config.admin_group, &g)) {
+      admin_gid_ = g;
+    } else {
+      BURSTD_WARN("admin_group '%s' is not a group: only root sees other users' resources",
+                  config.admin_group.c_str());
+    }
+  }
+}
+
+bool Dispatcher::privileged(const Session& s) const {
+  if (s.uid == 0) return true;
+  if (admin_gid_ < 0) return false;
+  const auto g = static_cast<gid_t>(admin_gid_);
+  return s.gid == g || std::find(s.groups.begin(), s.groups.end(), g) != s.groups.end();
+}
 
 void Dispatcher::error_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, int err) {
   out->assign(sizeof(burst_ctl_hdr), 0);
@@ -54,7 +72,7 @@ void Dispatcher::protocol_error(Session& s, const char* what, uint16_t op, int e
 
 void Dispatcher::open_session(Session& s) {
   ++sessions_;
-  res_.add_client(s.id, s.pid);
+  res_.add_client(s.id, s.pid, s.uid, s.gid);
   BURSTD_DEBUG("client %u connected: pid %d uid %u gid %u", s.id, static_cast<int>(s.pid),
                static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid));
 }
@@ -79,23 +97,68 @@ void Dispatcher::close_session(Session& s, const char* why) {
 }
 
 namespace {
-// Ops whose request carries a descriptor (CREATE_CQ only with BURST_CTL_CQ_F_CHANNEL).
-bool takes_fd(uint16_t op) {
-  return op == BURST_CTL_OP_CREATE_CQ || op == BURST_CTL_OP_SET_ASYNC_FD;
+// How many descriptors an op's request may carry (CREATE_CQ only with
+// BURST_CTL_CQ_F_CHANNEL, REG_MR only with BURST_CTL_MR_F_FILE, ATTACH_MEMORY
+// one or two); the handlers check the exact combination.
+size_t max_fds_in(uint16_t op) {
+  switch (op) {
+    case BURST_CTL_OP_CREATE_CQ:
+    case BURST_CTL_OP_SET_ASYNC_FD:
+    case BURST_CTL_OP_REG_MR:
+      return 1;
+    case BURST_CTL_OP_ATTACH_MEMORY:
+      return 2;
+    default:
+      return 0;
+  }
+}
+// What a revoked client may still do: tear down and look.
+bool allowed_when_revoked(uint16_t op) {
+  switch (op) {
+    case BURST_CTL_OP_DEALLOC_PD:
+    case BURST_CTL_OP_DESTROY_CQ:
+    case BURST_CTL_OP_DESTROY_QP:
+    case BURST_CTL_OP_DEREG_MR:
+    case BURST_CTL_OP_DESTROY_AH:
+    case BURST_CTL_OP_DESTROY_SRQ:
+    case BURST_CTL_OP_QUERY_QP:
+    case BURST_CTL_OP_QUERY_SRQ:
+    case BURST_CTL_OP_QUERY_STATUS:
+    case BURST_CTL_OP_QUERY_WORKERS:
+    case BURST_CTL_OP_QUERY_COUNTERS:
+    case BURST_CTL_OP_QUERY_QPS:
+      return true;
+    default:
+      return false;
+  }
 }
 }  // namespace
 
-void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, int in_fd,
+void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, const int* in_fds, size_t n_in,
                         std::vector<uint8_t>* out, std::vector<int>* out_fds, bool* close) {
   *close = false;
   out_fds->clear();
-  // in_fd -2: the message carried several descriptors (already closed).
+  // Every descriptor the request carried is closed at the end unless a handler
+  // took it (set to -1).
   struct FdGuard {
-    int fd;
+    int fd[kMaxFdsIn] = {-1, -1};
+    size_t n = 0;
+    bool too_many = false;
     ~FdGuard() {
-      if (fd >= 0) ::close(fd);
+      for (int f : fd) {
+        if (f >= 0) ::close(f);
+      }
     }
-  } guard{in_fd};
+  } guard;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (i < kMaxFdsIn) {
+      guard.fd[i] = in_fds[i];
+      if (in_fds[i] >= 0) guard.n = i + 1;
+    } else {
+      if (in_fds[i] >= 0) ::close(in_fds[i]);
+      guard.too_many = true;  // also a truncated set (the event loop passes -1s)
+    }
+  }
   ++s.requests;
   burst_ctl_hdr h{};
   if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));
@@ -108,6 +171,11 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, int in_fd,
     return;
   }
   if (h.op == BURST_CTL_OP_HELLO) {
+    if (guard.n != 0 || guard.too_many) {
+      protocol_error(s, "unexpected file descriptors with the request", h.op, EBADF);
+      error_response(out, h, EBADF);
+      return;
+    }
     hello(s, h, msg, out);
     return;
   }
@@ -122,9 +190,13 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, int in_fd,
     error_response(out, h, EPROTONOSUPPORT);
     return;
   }
-  if (guard.fd == -2 || (guard.fd >= 0 && !takes_fd(h.op))) {
+  if (guard.too_many || guard.n > max_fds_in(h.op)) {
     protocol_error(s, "unexpected file descriptors with the request", h.op, EBADF);
     error_response(out, h, EBADF);
+    return;
+  }
+  if (!allowed_when_revoked(h.op) && res_.revoked(s.id)) {
+    error_response(out, h, EACCES);
     return;
   }
   switch (h.op) {
@@ -138,10 +210,10 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, int in_fd,
       query_counters(h, msg, out);
       break;
     case BURST_CTL_OP_QUERY_QPS:
-      query_qps(h, msg, out);
+      query_qps(s, h, msg, out);
       break;
     default:
-      resource_op(s, h, msg, &guard.fd, out, out_fds);
+      resource_op(s, h, msg, guard.fd, out, out_fds);
       break;
   }
 }
@@ -198,12 +270,12 @@ void Dispatcher::hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
               v);
 }
 
-void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fd,
+void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fds,
                              std::vector<uint8_t>* out, std::vector<int>* out_fds) {
-  // Takes the request's descriptor (the callee adopts it, also on failure).
-  auto take_fd = [in_fd] {
-    const int fd = *in_fd;
-    *in_fd = -1;
+  // Takes the request's descriptor i (the callee adopts it, also on failure).
+  auto take_fd = [in_fds](int i = 0) {
+    const int fd = in_fds[i];
+    in_fds[i] = -1;
     return fd;
   };
   int err = 0;
@@ -294,7 +366,7 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
     case BURST_CTL_OP_REG_MR: {
       const auto req = read_as<burst_ctl_reg_mr_req>(msg);
       burst_ctl_reg_mr_resp body{};
-      err = res_.reg_mr(s.id, req, &body);
+      err = res_.reg_mr(s.id, req, in_fds[0], &body);  // the file stays with the guard
       if (err == 0) {
         auto* r = start_response<burst_ctl_reg_mr_resp>(out, h, sizeof(body));
         body.hdr = r->hdr;
@@ -359,6 +431,21 @@ void Dispatcher::resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* 
         start_response<burst_ctl_query_srq_resp>(out, h, sizeof(burst_ctl_query_srq_resp))->attr = a;
       }
       what = "srq " + std::to_string(req.handle);
+      break;
+    }
+    case BURST_CTL_OP_ATTACH_MEMORY: {
+      const auto req = read_as<burst_ctl_attach_memory_req>(msg);
+      const bool with_mem = (req.flags & BURST_CTL_ATTACH_F_MEM) != 0;
+      if ((req.flags & ~BURST_CTL_ATTACH_F_MEM) != 0 || req.reserved != 0) {
+        err = EINVAL;
+      } else if (in_fds[0] < 0 || (in_fds[1] >= 0) != with_mem) {
+        err = EBADF;
+      } else {
+        const int maps = take_fd(0);
+        err = res_.attach_memory(s.id, maps, with_mem ? take_fd(1) : -1);
+      }
+      if (err == 0) start_response<burst_ctl_empty_resp>(out, h, sizeof(burst_ctl_empty_resp));
+      what = with_mem ? "maps + mem" : "maps only";
       break;
     }
     case BURST_CTL_OP_SET_ASYNC_FD: {

@@ -28,6 +28,7 @@ struct Session {
   pid_t pid = 0;  // SO_PEERCRED at accept
   uid_t uid = 0;
   gid_t gid = 0;
+  std::vector<gid_t> groups;  // SO_PEERGROUPS at accept (supplementary groups)
   std::string name;  // from HELLO
   bool hello = false;
   uint16_t version = 0;  // negotiated
@@ -47,15 +48,21 @@ class Dispatcher {
   // does not speak this protocol, close after sending the response.
   void handle(Session& s, const uint8_t* msg, size_t len, std::vector<uint8_t>* out, bool* close) {
     std::vector<int> fds;
-    handle(s, msg, len, -1, out, &fds, close);
+    handle(s, msg, len, nullptr, 0, out, &fds, close);
   }
-  // The same with file descriptors: in_fd is the one the request carried (-1:
-  // none); the dispatcher keeps it or closes it. *out_fds are sent with the
-  // response; they stay owned by burstd (the event loop does not close them).
-  void handle(Session& s, const uint8_t* msg, size_t len, int in_fd, std::vector<uint8_t>* out,
-              std::vector<int>* out_fds, bool* close);
+  // The same with file descriptors: in_fds[0, n_in) are the ones the request
+  // carried (n_in <= kMaxFdsIn); the dispatcher keeps or closes every one
+  // (n_in > kMaxFdsIn: all closed, the request refused with EBADF). *out_fds
+  // are sent with the response; they stay owned by burstd (the event loop does
+  // not close them).
+  static constexpr size_t kMaxFdsIn = 2;
+  void handle(Session& s, const uint8_t* msg, size_t len, const int* in_fds, size_t n_in,
+              std::vector<uint8_t>* out, std::vector<int>* out_fds, bool* close);
 
   uint32_t sessions() const { return sessions_; }
+  // Periodic (client_check_ms): revokes clients that exec'd or changed
+  // credentials (Resources::check_clients).
+  void check_clients() { (void)res_.check_clients(); }
 
  private:
   // A zeroed response of len bytes with its header filled in (status 0).
@@ -73,15 +80,19 @@ class Dispatcher {
   void query_status(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
   void query_workers(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
   void query_counters(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
-  void query_qps(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
-  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fd,
+  void query_qps(const Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
+                 std::vector<uint8_t>* out);
+  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fds,
                    std::vector<uint8_t>* out, std::vector<int>* out_fds);
+  // Root, or a member of admin_group: sees every client's resources.
+  bool privileged(const Session& s) const;
 
   const Config& config_;
   Device& device_;
   Resources& res_;
   uint64_t start_ns_;
   uint32_t sessions_ = 0;
+  int64_t admin_gid_ = -1;  // admin_group resolved at construction (-1: none)
 };
 
 // The counters of one worker's snapshot, by name (engine, loop, backend).

@@ -204,14 +204,17 @@ void Dispatcher::query_counters(const burst_ctl_hdr& h, const uint8_t* msg,
   }
 }
 
-void Dispatcher::query_qps(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out) {
+void Dispatcher::query_qps(const Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
+                           std::vector<uint8_t>* out) {
   burst_ctl_query_qps_req req;
   std::memcpy(&req, msg, sizeof(req));
   const uint32_t max =
       req.max == 0 || req.max > BURST_CTL_QPS_PER_MSG ? BURST_CTL_QPS_PER_MSG : req.max;
   std::vector<burst_ctl_qp_info> qps;
   uint32_t total = 0, next = 0;
-  res_.list_qps(req.start_qpn, max, &qps, &total, &next);
+  // Other users' QPs (and their pids) only to root and the admin group.
+  res_.list_qps(req.start_qpn, max, &qps, &total, &next,
+                privileged(s) ? -1 : static_cast<int64_t>(s.uid));
   const uint32_t n = static_cast<uint32_t>(qps.size());
   auto* r = start_response<burst_ctl_qps_resp>(out, h, ctl::list_length(BURST_CTL_OP_QUERY_QPS, n));
   r->total = total;

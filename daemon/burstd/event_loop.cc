@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ EventLoop::EventLoop(const Config& config, ControlSocket& socket, Dispatcher& di
 EventLoop::~EventLoop() {
   while (!conns_.empty()) drop(conns_.begin()->first, "disconnected: burstd is stopping");
   if (signal_fd_ >= 0) close(signal_fd_);
+  if (timer_fd_ >= 0) close(timer_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
@@ -55,7 +57,8 @@ bool EventLoop::run(std::string* error) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   sigset_t set = handled_signals();
   signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (epoll_fd_ < 0 || signal_fd_ < 0) {
+  timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (epoll_fd_ < 0 || signal_fd_ < 0 || timer_fd_ < 0) {
     *error = std::string("cannot set up the event loop: ") + std::strerror(errno);
     return false;
   }
@@ -65,6 +68,13 @@ bool EventLoop::run(std::string* error) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_.fd(), &ev);
   ev.data.fd = signal_fd_;
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev);
+  itimerspec period{};
+  period.it_interval.tv_sec = config_.client_check_ms / 1000;
+  period.it_interval.tv_nsec = static_cast<long>(config_.client_check_ms % 1000) * 1'000'000;
+  period.it_value = period.it_interval;
+  timerfd_settime(timer_fd_, 0, &period, nullptr);
+  ev.data.fd = timer_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
 
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s", socket_.path().c_str());
   BURSTD_INFO("ready: control socket %s", socket_.path().c_str());
@@ -84,6 +94,11 @@ bool EventLoop::run(std::string* error) {
         accept_clients();
       } else if (fd == signal_fd_) {
         stop |= on_signal();
+      } else if (fd == timer_fd_) {
+        uint64_t expirations;
+        while (read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
+        }
+        dispatcher_.check_clients();
       } else {
         auto it = conns_.find(fd);
         if (it != conns_.end()) serve(*it->second, events[i].events);
@@ -145,6 +160,12 @@ void EventLoop::accept_clients() {
     c->session.pid = cred.pid;
     c->session.uid = cred.uid;
     c->session.gid = cred.gid;
+    // Supplementary groups (admin_group may be one of them).
+    gid_t groups[64];
+    socklen_t glen = sizeof(groups);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+      c->session.groups.assign(groups, groups + glen / sizeof(gid_t));
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.fd = fd;
@@ -162,7 +183,7 @@ void EventLoop::serve(Conn& c, uint32_t events) {
   const int fd = c.fd;
   for (int i = 0; i < kMessagesPerWakeup; ++i) {
     iovec iov{rx_.data(), rx_.size()};
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsReceived)];
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
@@ -175,30 +196,33 @@ void EventLoop::serve(Conn& c, uint32_t events) {
       drop(fd, "disconnected (receive error)");
       return;
     }
-    // Descriptors that came with the message: one is handed to the dispatcher,
-    // any other (or a truncated set) is closed and the request refused.
-    int in_fd = -1;
-    bool bad_fds = (mh.msg_flags & MSG_CTRUNC) != 0;
+    // Descriptors that came with the message go to the dispatcher, which keeps
+    // or closes each; a truncated set is closed here and the request refused.
+    int in_fds[kMaxFdsReceived + 1];
+    size_t n_in = 0;
+    bool truncated = (mh.msg_flags & MSG_CTRUNC) != 0;
     for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
       if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
       const size_t nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       for (size_t k = 0; k < nfds; ++k) {
         int got;
         std::memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(int));
-        if (in_fd < 0 && !bad_fds) {
-          in_fd = got;
+        if (n_in < kMaxFdsReceived) {
+          in_fds[n_in++] = got;
         } else {
           close(got);
-          bad_fds = true;
+          truncated = true;
         }
       }
     }
-    if (bad_fds && in_fd >= 0) {
-      close(in_fd);
-      in_fd = -1;
+    if (truncated) {
+      for (size_t k = 0; k < n_in; ++k) close(in_fds[k]);
+      for (n_in = 0; n_in <= kMaxFdsReceived; ++n_in) in_fds[n_in] = -1;  // refused: too many
     }
     if (n == 0) {
-      if (in_fd >= 0) close(in_fd);
+      for (size_t k = 0; k < n_in; ++k) {
+        if (in_fds[k] >= 0) close(in_fds[k]);
+      }
       drop(fd, "disconnected");
       return;
     }
@@ -207,11 +231,7 @@ void EventLoop::serve(Conn& c, uint32_t events) {
     if (mh.msg_flags & MSG_TRUNC) len = rx_.size();
     bool close_after = false;
     out_fds_.clear();
-    if (bad_fds) {
-      // More than one descriptor: not something any op sends.
-      in_fd = -2;
-    }
-    dispatcher_.handle(c.session, rx_.data(), len, in_fd, &tx_, &out_fds_, &close_after);
+    dispatcher_.handle(c.session, rx_.data(), len, in_fds, n_in, &tx_, &out_fds_, &close_after);
     iovec tiov{tx_.data(), tx_.size()};
     alignas(cmsghdr) char tbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
     msghdr th{};

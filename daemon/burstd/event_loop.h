@@ -1,5 +1,6 @@
-// The control thread's event loop: epoll over the listening socket, the clients
-// and a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored).
+// The control thread's event loop: epoll over the listening socket, the clients,
+// a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored) and a
+// timerfd for the periodic client check (exec / credential changes).
 // Plain epoll rather than liburing: a handful of control messages per second
 // need no batching, and io_uring is often disabled in containers (seccomp
 // profiles, kernel.io_uring_disabled) where burstd must still start.
@@ -46,12 +47,14 @@ class EventLoop {
   Dispatcher& dispatcher_;
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
+  int timer_fd_ = -1;  // every client_check_ms: Dispatcher::check_clients
   uint32_t next_client_ = 1;
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::vector<uint8_t> rx_;
   std::vector<uint8_t> tx_;
   std::vector<int> out_fds_;  // sent with tx_; owned by the objects they belong to
   static constexpr size_t kMaxFdsPerMessage = 2;
+  static constexpr size_t kMaxFdsReceived = 4;  // more than any op takes: refused
 };
 
 }  // namespace burst::burstd

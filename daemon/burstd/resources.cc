@@ -40,8 +40,8 @@ burst_ctl_qp_cap cap_to_wire(const core::QpCap& c) {
 
 }  // namespace
 
-Resources::Resources(Device& device, uint32_t command_timeout_ms)
-    : device_(device), timeout_ms_(command_timeout_ms) {
+Resources::Resources(Device& device, uint32_t command_timeout_ms, const UserLimits& limits)
+    : device_(device), timeout_ms_(command_timeout_ms), limits_(limits) {
   doorbells_.resize(device_.workers());
   for (uint32_t w = 0; w < device_.workers(); ++w) {
     const AhTable* t = &ahs_;
@@ -102,7 +102,6 @@ int Resources::on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn)
   return e;
 }
 
-void Resources::add_client(uint32_t client, pid_t pid) { clients_[client].pid = pid; }
 
 // ---------------------------------------------------------------------------
 // Attributes
@@ -189,6 +188,7 @@ int Resources::resolve_dmac(core::Address* ah) {
 int Resources::alloc_pd(uint32_t client, uint32_t* handle) {
   Client* c = find(client);
   if (c == nullptr) return ENOENT;
+  if (int e = check_cap(*c, Object::kPd); e != 0) return e;
   const uint32_t pd = device_.mrs().alloc_pd();
   if (pd == 0) return ENOMEM;
   *handle = c->next_handle++;
@@ -215,6 +215,7 @@ int Resources::create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32
   if (c == nullptr) return ENOENT;
   constexpr uint32_t kMaxCqe = 1u << 20;  // the Engine's largest CQ
   if (cqe == 0 || cqe > kMaxCqe) return EINVAL;
+  if (int e = check_cap(*c, Object::kCq); e != 0) return e;
   *handle = c->next_handle++;
   Cq& cq = c->cqs[*handle];
   cq.cqe = cqe;
@@ -290,6 +291,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   auto scq = c->cqs.find(req.send_cq_handle);
   auto rcq = c->cqs.find(req.recv_cq_handle);
   if (pd == c->pds.end() || scq == c->cqs.end() || rcq == c->cqs.end()) return ENOENT;
+  if (int e = check_cap(*c, Object::kQp); e != 0) return e;
   if (req.qp_type == static_cast<uint8_t>(core::QpType::kUc)) return EOPNOTSUPP;
   if (req.qp_type != static_cast<uint8_t>(core::QpType::kRc) &&
       req.qp_type != static_cast<uint8_t>(core::QpType::kUd)) {
@@ -549,12 +551,14 @@ Resources::Released Resources::release_client(uint32_t client) {
   }
   r.cqs = static_cast<uint32_t>(c.cqs.size());
   for (auto& [h, ah] : c.ahs) ahs_.remove(ah);
-  for (auto& [h, mr] : c.mrs) (void)device_.mrs().dereg_mr(mr.lkey);
+  for (auto& [h, mr] : c.mrs) {
+    if (mr.lkey != 0) (void)device_.mrs().dereg_mr(mr.lkey);
+  }
   if (!c.mrs.empty()) {
     quiesce_workers();  // no worker still uses a mapping below
     for (auto& [h, mr] : c.mrs) unmap_app_range(&mr.mapping);
   }
-  if (c.space != 0) device_.mrs().spaces().detach(c.space);
+  close_memory(c);
   for (const auto& [h, pd] : c.pds) {
     // QP references are gone with the QPs (unless a worker leaked them).
     if (device_.mrs().dealloc_pd(pd.pd).ok()) {
@@ -570,27 +574,39 @@ Resources::Released Resources::release_client(uint32_t client) {
 // ---------------------------------------------------------------------------
 // MRs, doorbells, AHs, async events
 
-int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req,
+int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
                       burst_ctl_reg_mr_resp* resp) {
   Client* c = find(client);
   if (c == nullptr) return ENOENT;
   auto pd = c->pds.find(req.pd_handle);
   if (pd == c->pds.end()) return ENOENT;
   if ((req.access & ~kIbvAccessKnown) != 0) return EOPNOTSUPP;
+  if ((req.flags & ~BURST_CTL_MR_F_FILE) != 0 || req.reserved != 0) return EINVAL;
+  if (((req.flags & BURST_CTL_MR_F_FILE) != 0) != (file_fd >= 0)) return EBADF;
   // IBA: remote write or atomic access needs local write.
   if ((req.access & (core::kAccessRemoteWrite | core::kAccessRemoteAtomic)) != 0 &&
       (req.access & core::kAccessLocalWrite) == 0) {
     return EINVAL;
   }
   if (req.addr + req.length < req.addr) return EINVAL;
-  if (c->space == 0) {
-    c->space = device_.mrs().spaces().attach(c->pid);
-    if (c->space == 0) return ENOMEM;
+  // Memory is reached only through what the client handed over (ATTACH_MEMORY).
+  if (c->revoked || !c->attached) return EACCES;
+  if (int e = check_cap(*c, Object::kMr); e != 0) return e;
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t bytes =
+      req.length == 0 ? 0
+                      : ((req.addr + req.length + page - 1) & ~(page - 1)) - (req.addr & ~(page - 1));
+  if (int e = charge_memlock(*c, bytes); e != 0) {
+    BURSTD_DEBUG("client %u: REG_MR of %llu bytes over RLIMIT_MEMLOCK of pid %d", client,
+                 static_cast<unsigned long long>(bytes), static_cast<int>(c->pid));
+    return e;
   }
   Mr mr;
   mr.pd = req.pd_handle;
+  mr.bytes = bytes;
   const bool writable = (req.access & core::kAccessLocalWrite) != 0;
-  if (core::Status s = map_app_range(c->pid, req.addr, req.length, writable, &mr.mapping);
+  if (core::Status s = map_app_range(c->maps_fd, file_fd, req.addr, req.length, writable,
+                                     &mr.mapping);
       !s.ok()) {
     BURSTD_DEBUG("client %u: REG_MR 0x%llx+%llu: %s", client,
                  static_cast<unsigned long long>(req.addr),
@@ -598,6 +614,12 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req,
     return EFAULT;
   }
   const bool zero_copy = mr.mapping.mode == AppMapping::Mode::kZeroCopy;
+  // Cross-memory needs the client's /proc/self/mem (a client that could not
+  // open it can register only the file-backed shared memory it sends).
+  if (!zero_copy && req.length != 0 && c->space == 0) {
+    unmap_app_range(&mr.mapping);
+    return EACCES;
+  }
   uint8_t* host = zero_copy ? mr.mapping.local
                             : reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(req.addr));
   uint32_t lkey = 0, rkey = 0;
@@ -610,6 +632,7 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req,
   mr.lkey = lkey;
   const uint32_t handle = c->next_handle++;
   c->mrs[handle] = mr;
+  c->mr_bytes += bytes;
   ++pd->second.refs;
   resp->mr_handle = handle;
   resp->lkey = lkey;
@@ -619,7 +642,7 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req,
 }
 
 void Resources::release_mr(Mr& mr) {
-  (void)device_.mrs().dereg_mr(mr.lkey);
+  if (mr.lkey != 0) (void)device_.mrs().dereg_mr(mr.lkey);
   if (mr.mapping.mode == AppMapping::Mode::kZeroCopy) {
     quiesce_workers();  // a worker may hold a pointer into the mapping until its loop ends
   }
@@ -632,6 +655,7 @@ int Resources::dereg_mr(uint32_t client, uint32_t handle) {
   auto it = c->mrs.find(handle);
   if (it == c->mrs.end()) return ENOENT;
   release_mr(it->second);
+  c->mr_bytes -= it->second.bytes;
   --c->pds[it->second.pd].refs;
   c->mrs.erase(it);
   return 0;
@@ -832,7 +856,7 @@ int Resources::query_srq(uint32_t client, uint32_t handle, burst_ctl_srq_attr* o
 }
 
 int Resources::list_qps(uint32_t start, uint32_t max, std::vector<burst_ctl_qp_info>* out,
-                        uint32_t* total, uint32_t* next) {
+                        uint32_t* total, uint32_t* next, int64_t only_uid) {
   struct Ref {
     const Qp* qp;
     uint32_t client;
@@ -841,6 +865,7 @@ int Resources::list_qps(uint32_t start, uint32_t max, std::vector<burst_ctl_qp_i
   };
   std::vector<Ref> all;
   for (const auto& [id, c] : clients_) {
+    if (only_uid >= 0 && static_cast<int64_t>(c.uid) != only_uid) continue;
     for (const auto& [h, qp] : c.qps) all.push_back(Ref{&qp, id, c.pid, h});
   }
   *total = static_cast<uint32_t>(all.size());

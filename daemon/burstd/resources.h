@@ -9,6 +9,16 @@
 //       shared-memory CQ ring is the data path's business.)
 //   QP  lives on one worker, chosen round-robin; its QPN is global.
 //
+// Memory and access (docs/security.md): a client's memory is reached only
+// through what it handed over (ATTACH_MEMORY: its /proc/self/maps and
+// /proc/self/mem; REG_MR: the file behind a shared mapping). check_clients()
+// revokes a client whose address space went away (exec) or whose credentials
+// changed: its MRs are deregistered, its QPs moved to ERR, and later requests
+// other than teardown and queries are refused (EACCES). Non-root users are
+// held to the per-user object caps (EAGAIN, like the rdma cgroup) and
+// registered bytes to the registering process's RLIMIT_MEMLOCK (ENOMEM, like
+// ib_umem_get) unless it holds CAP_IPC_LOCK.
+//
 // Threading: control thread only (the closures it hands to workers run while it
 // waits for them).
 #pragma once
@@ -22,6 +32,7 @@
 #include <vector>
 
 #include "core/verbs.h"
+#include "daemon/burstd/access.h"
 #include "daemon/burstd/app_memory.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/shm_plane.h"
@@ -32,10 +43,23 @@ namespace burst::burstd {
 
 class Resources {
  public:
-  Resources(Device& device, uint32_t command_timeout_ms);
+  Resources(Device& device, uint32_t command_timeout_ms, const UserLimits& limits = {});
   ~Resources();  // releases every client still registered
 
-  void add_client(uint32_t client, pid_t pid);
+  // A new connection with its SO_PEERCRED credentials (a snapshot of the
+  // process's credentials is taken for check_clients).
+  void add_client(uint32_t client, pid_t pid, uid_t uid, gid_t gid);
+  // Adopts both descriptors (mem_fd -1: none sent). EALREADY when attached
+  // before, EBADF when they are not the client's own /proc maps and mem files.
+  int attach_memory(uint32_t client, int maps_fd, int mem_fd);
+  // Whether the client was revoked (its requests other than teardown fail).
+  bool revoked(uint32_t client) const;
+  // Revokes every client whose address space is gone (it exec'd or exited
+  // while another process keeps the connection) or whose credentials changed
+  // since it connected. Returns how many were revoked now.
+  uint32_t check_clients();
+  // Revokes one client (see the top of this file); `why` goes to the log.
+  void revoke_client(uint32_t client, const char* why);
   struct Released {
     uint32_t qps = 0;
     uint32_t cqs = 0;
@@ -62,7 +86,10 @@ class Resources {
   int modify_qp(uint32_t client, uint32_t handle, uint32_t mask, const burst_ctl_qp_attr& attr);
   int query_qp(uint32_t client, uint32_t handle, burst_ctl_query_qp_resp* resp);
   int destroy_qp(uint32_t client, uint32_t handle);
-  int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, burst_ctl_reg_mr_resp* resp);
+  // file_fd (-1: none) is the file behind the range when the request has
+  // BURST_CTL_MR_F_FILE; it stays owned by the caller (a mapping keeps it open).
+  int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
+             burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
   // *region_fd and *wake_fd stay owned by burstd.
   int map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
@@ -77,10 +104,11 @@ class Resources {
   int modify_srq(uint32_t client, const burst_ctl_modify_srq_req& req);
   int query_srq(uint32_t client, uint32_t handle, burst_ctl_srq_attr* out);
 
-  // QPs with qpn >= start, ascending, at most max; *total = QPs in burstd,
-  // *next = start of the next page (0 if none).
+  // QPs with qpn >= start, ascending, at most max; *total = QPs listed in all
+  // pages, *next = start of the next page (0 if none). only_uid >= 0: only the
+  // QPs of that user's clients (what an unprivileged burstctl sees).
   int list_qps(uint32_t start, uint32_t max, std::vector<burst_ctl_qp_info>* out, uint32_t* total,
-               uint32_t* next);
+               uint32_t* next, int64_t only_uid = -1);
 
   uint32_t pd_count() const;
   uint32_t cq_count() const;
@@ -122,14 +150,22 @@ class Resources {
     std::shared_ptr<shm::ShmRegion> region;
   };
   struct Mr {
-    uint32_t lkey = 0;
-    uint32_t pd = 0;  // handle
+    uint32_t lkey = 0;   // 0 once revoked (deregistered from the MrTable)
+    uint32_t pd = 0;     // handle
+    uint64_t bytes = 0;  // charged against RLIMIT_MEMLOCK (whole pages)
     AppMapping mapping;
   };
   struct Client {
     pid_t pid = 0;
+    uid_t uid = 0;
+    gid_t gid = 0;
+    ProcessCreds creds;        // at connect (check_clients compares)
     uint32_t next_handle = 1;  // one namespace for PDs, CQs, QPs, MRs and AHs, never reused
-    uint32_t space = 0;        // MemSpaces id of the process (0: not attached yet)
+    uint32_t space = 0;        // MemSpaces id of its /proc/self/mem (0: none)
+    int maps_fd = -1;          // its /proc/self/maps (-1: ATTACH_MEMORY not done)
+    bool attached = false;     // ATTACH_MEMORY done
+    bool revoked = false;
+    uint64_t mr_bytes = 0;     // sum of its MRs' bytes
     std::shared_ptr<AsyncSink> async;
     std::map<uint32_t, Pd> pds;
     std::map<uint32_t, Cq> cqs;
@@ -140,6 +176,11 @@ class Resources {
   };
 
   Client* find(uint32_t client);
+  // Per-user caps and the memlock budget (0 or an errno value).
+  enum class Object : uint8_t { kPd, kCq, kQp, kMr };
+  int check_cap(const Client& c, Object what) const;
+  int charge_memlock(const Client& c, uint64_t bytes) const;
+  void close_memory(Client& c);  // detaches the space, closes the descriptors
   int on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn);
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
@@ -148,6 +189,7 @@ class Resources {
 
   Device& device_;
   uint32_t timeout_ms_;
+  UserLimits limits_;
   uint32_t next_worker_ = 0;
   uint32_t next_srqn_ = 1;  // device-wide SRQ numbers (24 bits, doorbell handles)
   std::map<uint32_t, Client> clients_;

@@ -295,6 +295,16 @@ void ShmPlane::fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_
   if (q.b.async) q.b.async->post(q.b.user_handle, kIbvEventQpFatal);
 }
 
+void ShmPlane::revoke_qp(core::Engine& engine, uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  if (it == qps_.end() || it->second.failed) return;
+  QpState& q = it->second;
+  if (q.b.rq_offset != q.b.sq_offset) {
+    shm::MarkRingError(q.b.region, q.b.rq_offset, BURST_SHM_RING_ERR_REVOKED);
+  }
+  fail_qp(engine, q, true, 0, BURST_SHM_RING_ERR_REVOKED);
+}
+
 bool ShmPlane::drain_sq(core::Engine& engine, QpState& q) {
   if (q.failed) return false;
   const uint32_t n = q.sq.Peek(kEntriesPerVisit);

@@ -181,6 +181,10 @@ class ShmPlane {
   void unbind_cq(uint32_t shard);
   void bind_srq(const ShmSrqBinding& b);
   void unbind_srq(uint32_t srqn);
+  // The control plane revoked the QP's client: the QP goes to ERR (rings no
+  // longer read, outstanding work flushed as error completions) and its
+  // client gets IBV_EVENT_QP_FATAL. An unknown qpn is ignored.
+  void revoke_qp(core::Engine& engine, uint32_t qpn);
 
   // Doorbells (and, every sweep interval, every ring) -> Engine. True if any work.
   bool poll(core::Engine& engine, uint64_t now_ns);

@@ -50,12 +50,28 @@
  * File descriptors travel as SCM_RIGHTS ancillary data of the message they
  * belong to (at most two per message, see each op): burstd sends the memfd of
  * a CQ, QP or doorbell region with the response that describes it; a client
- * sends a CQ's completion-channel socket with CREATE_CQ and its async-event
- * pipe with SET_ASYNC_FD. A request that carries an fd it should not, or lacks
- * one it should, is answered EBADF; burstd closes every fd it does not keep.
+ * sends a CQ's completion-channel socket with CREATE_CQ, its async-event pipe
+ * with SET_ASYNC_FD, its own /proc/self/maps and /proc/self/mem with
+ * ATTACH_MEMORY and the file behind a shared mapping with REG_MR. A request
+ * that carries an fd it should not, or lacks one it should, is answered EBADF;
+ * burstd closes every fd it does not keep.
+ *
+ * Memory (docs/security.md): burstd reaches a client's memory only through
+ * descriptors the client opened itself and sent: ATTACH_MEMORY (once, right
+ * after HELLO) hands over its /proc/self/maps (required: burstd checks every
+ * registration against it) and /proc/self/mem (for memory burstd cannot map:
+ * malloc, stack, private mappings); REG_MR may carry the file behind the
+ * shared mapping holding the range (memfd, /dev/shm, hugetlbfs) for zero-copy.
+ * Both /proc descriptors are bound to the address space they were opened on:
+ * once the client execs, they reach nothing, and burstd revokes the client
+ * (its MRs are deregistered, its QPs moved to ERR, later requests other than
+ * destroy/dereg/dealloc and queries answered EACCES). The same happens when
+ * the credentials of the connecting process change.
  *
  * Version 2 added the data path (regions, MRs, AHs, async events) and changed
- * CREATE_CQ and CREATE_QP; a change to an existing struct bumps BURST_CTL_VERSION.
+ * CREATE_CQ and CREATE_QP; version 3 added ATTACH_MEMORY and REG_MR's flags
+ * (descriptor-based memory access). A change to an existing struct bumps
+ * BURST_CTL_VERSION.
  */
 #ifndef BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
 #define BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
@@ -70,8 +86,8 @@
 #endif
 
 #define BURST_CTL_MAGIC 0x4c544342u /* bytes 'B' 'C' 'T' 'L' on little-endian hosts */
-#define BURST_CTL_VERSION 2         /* the highest version this header describes */
-#define BURST_CTL_VERSION_MIN 2     /* the lowest one burstd still speaks (v2: the data path) */
+#define BURST_CTL_VERSION 3     /* the highest version this header describes */
+#define BURST_CTL_VERSION_MIN 3 /* the lowest one burstd still speaks (v3: memory by descriptor) */
 #define BURST_CTL_MAX_MSG 65536     /* bytes; no message is larger */
 #define BURST_CTL_DEFAULT_SOCKET "/run/burst/burstd.sock"
 #define BURST_CTL_SOCKET_ENV "BURST_SOCKET" /* overrides the default path for clients */
@@ -112,6 +128,7 @@ enum burst_ctl_op {
   BURST_CTL_OP_DESTROY_SRQ = 31,
   BURST_CTL_OP_MODIFY_SRQ = 32,
   BURST_CTL_OP_QUERY_SRQ = 33,
+  BURST_CTL_OP_ATTACH_MEMORY = 34, /* request carries /proc/self/maps [+ /proc/self/mem] */
 };
 
 enum burst_ctl_backend {
@@ -128,7 +145,7 @@ enum burst_ctl_xdp_mode {
 
 /* How burstd reaches application memory (DESIGN.md section 5). */
 enum burst_ctl_memory_mode {
-  BURST_CTL_MEM_CMA = 1,  /* cross-memory attach: process_vm_readv/writev */
+  BURST_CTL_MEM_CMA = 1,  /* cross-memory: pread/pwrite on the client's /proc/self/mem */
   BURST_CTL_MEM_SHM = 2,  /* registrations backed by shareable memory (memfd) */
   BURST_CTL_MEM_KMOD = 3, /* pinned pages through the kernel assistant */
 };
@@ -455,6 +472,26 @@ struct burst_ctl_reg_mr_req {
   uint64_t addr;   /* in the client's address space */
   uint64_t length;
   uint64_t iova;   /* the address work requests and peers use (ibv_reg_mr: addr) */
+  uint32_t flags;  /* BURST_CTL_MR_F_* */
+  uint32_t reserved;
+};
+
+/* REG_MR: the request carries a descriptor of the file mapped MAP_SHARED at
+ * [addr, addr + length) (opened by the client, O_RDWR for a writable MR). burstd
+ * maps it (zero-copy) if the client's maps show that very file (device and
+ * inode) at that range; otherwise it falls back to /proc/self/mem. */
+#define BURST_CTL_MR_F_FILE 0x1u
+
+/* ATTACH_MEMORY: descriptor 0 is the client's /proc/self/maps; with
+ * BURST_CTL_ATTACH_F_MEM descriptor 1 is its /proc/self/mem (opened O_RDWR).
+ * Without it (a process that cannot open its own mem file, e.g. one that is
+ * not dumpable) only file-backed shared memory can be registered. Once per
+ * connection (EALREADY after that); REG_MR before it is answered EACCES. */
+#define BURST_CTL_ATTACH_F_MEM 0x1u
+struct burst_ctl_attach_memory_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t flags; /* BURST_CTL_ATTACH_F_* */
+  uint32_t reserved;
 };
 
 struct burst_ctl_reg_mr_resp {
@@ -599,7 +636,8 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_srq_resp) == 64, "create_
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_srq_req) == 48, "modify_srq_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_srq_resp) == 40, "query_srq_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_resp) == 72, "create_qp_resp size");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 56, "reg_mr_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 64, "reg_mr_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_attach_memory_req) == 32, "attach_memory_req");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_resp) == 40, "reg_mr_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_req) == 32, "map_doorbell_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_resp) == 40, "map_doorbell_resp");

@@ -61,6 +61,8 @@ constexpr OpSpec kOps[] = {
                     burst_ctl_empty_resp),
     BURST_CTL_FIXED(BURST_CTL_OP_QUERY_SRQ, "QUERY_SRQ", burst_ctl_handle_req,
                     burst_ctl_query_srq_resp),
+    BURST_CTL_FIXED(BURST_CTL_OP_ATTACH_MEMORY, "ATTACH_MEMORY", burst_ctl_attach_memory_req,
+                    burst_ctl_empty_resp),
 };
 
 #undef BURST_CTL_FIXED

@@ -1,14 +1,19 @@
-// burstd's classification of application memory (daemon/burstd/app_memory.h):
-// shared file mappings of a child process (memfd, MAP_SHARED|MAP_ANONYMOUS,
-// /dev/shm, hugetlbfs) are mapped into this process and coherent with the
-// child; anything else is cross-memory; bad ranges are errors.
+// burstd's classification of application memory (daemon/burstd/app_memory.h),
+// through the descriptors a client hands over (its own /proc/self/maps, and the
+// file behind a shared mapping): shared file mappings of a child process
+// (memfd, MAP_SHARED|MAP_ANONYMOUS, /dev/shm, hugetlbfs) whose file came with
+// the request are mapped into this process and coherent with the child;
+// anything else (no file, another file) is cross-memory; bad ranges are errors;
+// once the child exec'd, nothing is reachable.
 #include "daemon/burstd/app_memory.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -28,6 +33,39 @@ uint8_t* map_or_throw(size_t len, int prot, int flags, int fd, off_t off, void* 
   void* p = mmap(at, len, prot, flags, fd, off);
   if (p == MAP_FAILED) throw std::runtime_error("mmap");
   return static_cast<uint8_t*>(p);
+}
+
+// The file mapped at `addr` in the child (what the provider sends with REG_MR;
+// the test, as root, opens it through the child's map_files), -1 when none.
+int backing_file(pid_t pid, uint64_t addr, bool writable) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/maps", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return -1;
+  char line[4352];
+  int fd = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long long a = 0, b = 0;
+    if (std::sscanf(line, "%llx-%llx", &a, &b) != 2 || addr < a || addr >= b) continue;
+    char file[96];
+    std::snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", static_cast<int>(pid), a, b);
+    fd = open(file, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+    break;
+  }
+  std::fclose(f);
+  return fd;
+}
+
+// map_app_range as burstd calls it for REG_MR: the child's own maps descriptor
+// and, unless `send_file` is false, the file behind the range.
+core::Status map_range(const ChildProcess& child, uint64_t addr, uint64_t len, bool writable,
+                       AppMapping* m, bool send_file = true) {
+  const int maps = child.maps_fd();
+  const int file = send_file ? backing_file(child.pid(), addr, writable) : -1;
+  const core::Status st = map_app_range(maps, file, addr, len, writable, m);
+  close(maps);
+  if (file >= 0) close(file);
+  return st;
 }
 
 // Writes through the burstd mapping show in the child, and the child's bytes
@@ -56,7 +94,7 @@ TEST(AppMemory, MemfdSharedIsZeroCopy) {
   });
   const uint64_t p = child.value(0), q = child.value(1);
   AppMapping m;
-  ASSERT_TRUE(map_app_range(child.pid(), p + 100, 5000, true, &m).ok());
+  ASSERT_TRUE(map_range(child, p + 100, 5000, true, &m).ok());
   ASSERT_EQ(m.mode, AppMapping::Mode::kZeroCopy);
   EXPECT_EQ(m.local[0], 0x11);
   EXPECT_NE(m.map_base, nullptr);
@@ -68,17 +106,38 @@ TEST(AppMemory, MemfdSharedIsZeroCopy) {
   EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
 
   // Through the offset mapping: the right file pages (q + 8 == p + 1 MiB + 8).
-  ASSERT_TRUE(map_app_range(child.pid(), q + 8, 64, true, &m).ok());
+  ASSERT_TRUE(map_range(child, q + 8, 64, true, &m).ok());
   ASSERT_EQ(m.mode, AppMapping::Mode::kZeroCopy);
   std::memset(m.local, 0x99, 64);
   EXPECT_EQ(child.bytes(p + kMiB + 8, 64), std::vector<uint8_t>(64, 0x99));
   unmap_app_range(&m);
 
   // Read-only registration of a writable mapping: zero-copy, PROT_READ.
-  ASSERT_TRUE(map_app_range(child.pid(), p, 4 * kMiB, false, &m).ok());
+  ASSERT_TRUE(map_range(child, p, 4 * kMiB, false, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kZeroCopy);
   EXPECT_EQ(m.map_len, 4 * kMiB);
   unmap_app_range(&m);
+
+  // Without the file, or with a file that is not the one mapped there, or
+  // opened read-only for a writable MR: cross-memory, nothing mapped.
+  ASSERT_TRUE(map_range(child, p + 100, 5000, true, &m, /*send_file=*/false).ok());
+  EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
+  const int other = memfd_create("burst-other", MFD_CLOEXEC);
+  ASSERT_GE(other, 0);
+  ASSERT_EQ(ftruncate(other, 4 * kMiB), 0);
+  const int maps = child.maps_fd();
+  ASSERT_TRUE(map_app_range(maps, other, p + 100, 5000, true, &m).ok());
+  EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
+  const int ro = backing_file(child.pid(), p, false);
+  ASSERT_GE(ro, 0);
+  ASSERT_TRUE(map_app_range(maps, ro, p + 100, 5000, true, &m).ok());
+  EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
+  ASSERT_TRUE(map_app_range(maps, ro, p + 100, 5000, false, &m).ok());
+  EXPECT_EQ(m.mode, AppMapping::Mode::kZeroCopy);
+  unmap_app_range(&m);
+  close(ro);
+  close(other);
+  close(maps);
 }
 
 TEST(AppMemory, SharedAnonymousAndDevShmAreZeroCopy) {
@@ -94,7 +153,7 @@ TEST(AppMemory, SharedAnonymousAndDevShmAreZeroCopy) {
   for (int i = 0; i < 2; ++i) {
     SCOPED_TRACE(i == 0 ? "MAP_SHARED|MAP_ANONYMOUS" : "/dev/shm file");
     AppMapping m;
-    ASSERT_TRUE(map_app_range(child.pid(), child.value(i) + 4096 * 3 + 17, 70000, true, &m).ok());
+    ASSERT_TRUE(map_range(child, child.value(i) + 4096 * 3 + 17, 70000, true, &m).ok());
     expect_coherent(child, child.value(i) + 4096 * 3 + 17, m, 70000);
     unmap_app_range(&m);
   }
@@ -120,7 +179,7 @@ TEST(AppMemory, HugetlbMemfdIsZeroCopy) {
   });
   AppMapping m;
   const core::Status map_status =
-      map_app_range(child.pid(), child.value(0) + 12345, 100000, true, &m);
+      map_range(child, child.value(0) + 12345, 100000, true, &m);
   ASSERT_TRUE(map_status.ok());
   EXPECT_EQ(m.map_len, 2 * kMiB);  // whole huge pages
   expect_coherent(child, child.value(0) + 12345, m, 100000);
@@ -141,7 +200,7 @@ TEST(AppMemory, PrivateMemoryIsCrossMemory) {
   });
   for (int i = 0; i < 3; ++i) {
     AppMapping m;
-    ASSERT_TRUE(map_app_range(child.pid(), child.value(i), 4096, true, &m).ok()) << i;
+    ASSERT_TRUE(map_range(child, child.value(i), 4096, true, &m).ok()) << i;
     EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory) << i;
     EXPECT_EQ(m.map_base, nullptr);
     EXPECT_EQ(m.local, nullptr);
@@ -165,42 +224,95 @@ TEST(AppMemory, ErrorsAndEdges) {
   const uint64_t area = child.value(0);
   AppMapping m;
   // Unmapped.
-  EXPECT_EQ(map_app_range(child.pid(), 0x1000, 16, true, &m).errc(), core::Errc::kInvalid);
-  EXPECT_EQ(map_app_range(child.pid(), area + 2 * kMiB + 8, 16, false, &m).errc(),
+  EXPECT_EQ(map_range(child, 0x1000, 16, true, &m).errc(), core::Errc::kInvalid);
+  EXPECT_EQ(map_range(child, area + 2 * kMiB + 8, 16, false, &m).errc(),
             core::Errc::kInvalid);
   // Running from mapped memory into the hole.
-  EXPECT_EQ(map_app_range(child.pid(), area + 2 * kMiB - 100, 200, false, &m).errc(),
+  EXPECT_EQ(map_range(child, area + 2 * kMiB - 100, 200, false, &m).errc(),
             core::Errc::kInvalid);
   // Wraps.
-  EXPECT_EQ(map_app_range(child.pid(), UINT64_MAX - 10, 100, false, &m).errc(),
+  EXPECT_EQ(map_range(child, UINT64_MAX - 10, 100, false, &m).errc(),
             core::Errc::kInvalid);
   // Read-only memory registered writable; readable registration is fine.
   const uint64_t ro = area + 2 * kMiB + 65536;
-  EXPECT_EQ(map_app_range(child.pid(), ro, 100, true, &m).errc(), core::Errc::kPermission);
-  ASSERT_TRUE(map_app_range(child.pid(), ro, 100, false, &m).ok());
+  EXPECT_EQ(map_range(child, ro, 100, true, &m).errc(), core::Errc::kPermission);
+  ASSERT_TRUE(map_range(child, ro, 100, false, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
   // PROT_NONE memory.
-  EXPECT_EQ(map_app_range(child.pid(), area + 3 * kMiB, 100, false, &m).errc(),
+  EXPECT_EQ(map_range(child, area + 3 * kMiB, 100, false, &m).errc(),
             core::Errc::kPermission);
   // The part of the shared mapping past the end of the file: cross-memory (no
   // mapping that would SIGBUS); the part inside it: zero-copy.
-  ASSERT_TRUE(map_app_range(child.pid(), area + kMiB + 4096, 100, true, &m).ok());
+  ASSERT_TRUE(map_range(child, area + kMiB + 4096, 100, true, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
-  ASSERT_TRUE(map_app_range(child.pid(), area + kMiB - 4096, 4096, true, &m).ok());
+  ASSERT_TRUE(map_range(child, area + kMiB - 4096, 4096, true, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kZeroCopy);
   unmap_app_range(&m);
-  ASSERT_TRUE(map_app_range(child.pid(), area + kMiB - 100, 200, true, &m).ok());
+  ASSERT_TRUE(map_range(child, area + kMiB - 100, 200, true, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);  // straddles the end of the file
   // Length 0: legal, nothing mapped, even at an unmapped address.
-  ASSERT_TRUE(map_app_range(child.pid(), 0x1000, 0, true, &m).ok());
+  ASSERT_TRUE(map_range(child, 0x1000, 0, true, &m).ok());
   EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
   EXPECT_EQ(m.map_base, nullptr);
-  // No such process.
-  EXPECT_EQ(map_app_range(0x3FFFFFFF, area, 16, false, &m).errc(), core::Errc::kNotFound);
-  EXPECT_EQ(map_app_range(0, area, 16, false, &m).errc(), core::Errc::kNotFound);
-  // The child is gone.
+  // No descriptor.
+  EXPECT_EQ(map_app_range(-1, -1, area, 16, false, &m).errc(), core::Errc::kNotFound);
+  // The child is gone: its maps read empty.
+  const int maps = child.maps_fd();
+  EXPECT_TRUE(burstd::address_space_alive(maps));
   child.kill_now();
-  EXPECT_FALSE(map_app_range(child.pid(), area, 16, false, &m).ok());
+  EXPECT_FALSE(burstd::address_space_alive(maps));
+  EXPECT_EQ(map_app_range(maps, -1, area, 16, false, &m).errc(), core::Errc::kNotFound);
+  close(maps);
+}
+
+// The descriptors a process sent stay bound to the address space they were
+// opened on: after the process execs, its old maps and mem reach nothing,
+// whatever the new image maps at the same addresses.
+TEST(AppMemory, DescriptorsDieWithTheAddressSpace) {
+  int up[2];
+  ASSERT_EQ(pipe(up), 0);
+  static char page[4096] __attribute__((aligned(4096)));
+  std::memset(page, 0x42, sizeof(page));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(up[1]);
+    char c;
+    (void)!read(up[0], &c, 1);  // until the parent took the descriptors
+    execl("/bin/sleep", "sleep", "5", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(up[0]);
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/maps", static_cast<int>(pid));
+  // Opened here on the child's address space (the test is root); what matters
+  // is the binding to that address space, not who opened it.
+  const int maps = open(path, O_RDONLY | O_CLOEXEC);
+  std::snprintf(path, sizeof(path), "/proc/%d/mem", static_cast<int>(pid));
+  const int mem = open(path, O_RDWR | O_CLOEXEC);
+  ASSERT_GE(maps, 0);
+  ASSERT_GE(mem, 0);
+  uint8_t got = 0;
+  EXPECT_EQ(pread(mem, &got, 1, reinterpret_cast<off_t>(page)), 1);
+  EXPECT_EQ(got, 0x42);
+  EXPECT_TRUE(burstd::address_space_alive(maps));
+  AppMapping m;
+  EXPECT_TRUE(map_app_range(maps, -1, reinterpret_cast<uint64_t>(page), 4096, true, &m).ok());
+  close(up[1]);  // the child execs
+  bool gone = false;
+  for (int i = 0; i < 500 && !gone; ++i) {
+    gone = !burstd::address_space_alive(maps);
+    if (!gone) usleep(10'000);
+  }
+  EXPECT_TRUE(gone) << "the maps of the exec'd process still read";
+  EXPECT_EQ(pread(mem, &got, 1, reinterpret_cast<off_t>(page)), 0);  // nothing reachable
+  EXPECT_EQ(map_app_range(maps, -1, reinterpret_cast<uint64_t>(page), 4096, true, &m).errc(),
+            core::Errc::kNotFound);
+  close(maps);
+  close(mem);
+  kill(pid, SIGKILL);
+  int st;
+  waitpid(pid, &st, 0);
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 // A forked child process that owns some memory and waits: the "application" of
 // the memory-space tests. The child runs `setup` (which maps or allocates what
 // the test needs and returns up to kMaxValues numbers, usually addresses),
-// sends the numbers to the parent and blocks until the parent closes the
-// control pipe or kills it. The parent reads and writes the child's memory with
-// process_vm_readv/writev (read()/write() below: independent of the code under
-// test).
+// sends the numbers to the parent together with its own /proc/self/mem and
+// /proc/self/maps (opened by the child, passed with SCM_RIGHTS, as the provider
+// hands them to burstd), and blocks until the parent closes the control pipe or
+// kills it. The parent checks the child's memory with process_vm_readv/writev
+// (read()/write() below: independent of the code under test).
 #pragma once
 
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -30,7 +33,8 @@ class ChildProcess {
 
   explicit ChildProcess(const std::function<Values()>& setup) {
     int up[2], ctl[2];
-    if (pipe(up) != 0 || pipe(ctl) != 0) throw std::runtime_error("pipe");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, up) != 0 || pipe(ctl) != 0)
+      throw std::runtime_error("socketpair/pipe");
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork");
     if (pid_ == 0) {
@@ -42,7 +46,24 @@ class ChildProcess {
       } catch (...) {
         _exit(3);  // never return into the test runner
       }
-      if (::write(up[1], v.data(), sizeof(v)) != static_cast<ssize_t>(sizeof(v))) _exit(2);
+      int fds[2] = {open("/proc/self/mem", O_RDWR | O_CLOEXEC),
+                    open("/proc/self/maps", O_RDONLY | O_CLOEXEC)};
+      if (fds[0] < 0 || fds[1] < 0) _exit(4);
+      iovec iov{v.data(), sizeof(v)};
+      alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(fds))];
+      msghdr mh{};
+      mh.msg_iov = &iov;
+      mh.msg_iovlen = 1;
+      mh.msg_control = cbuf;
+      mh.msg_controllen = sizeof(cbuf);
+      cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(fds));
+      std::memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+      if (sendmsg(up[1], &mh, 0) != static_cast<ssize_t>(sizeof(v))) _exit(2);
+      close(fds[0]);
+      close(fds[1]);
       char c;
       while (::read(ctl[0], &c, 1) > 0) {
       }
@@ -51,20 +72,31 @@ class ChildProcess {
     close(up[1]);
     close(ctl[0]);
     ctl_ = ctl[1];
-    size_t got = 0;
-    while (got < sizeof(values_)) {
-      const ssize_t n =
-          ::read(up[0], reinterpret_cast<char*>(values_.data()) + got, sizeof(values_) - got);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
+    iovec iov{values_.data(), sizeof(values_)};
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(2 * sizeof(int))];
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    const ssize_t got = recvmsg(up[0], &mh, MSG_WAITALL | MSG_CMSG_CLOEXEC);
     close(up[0]);
-    if (got != sizeof(values_)) throw std::runtime_error("child setup failed");
+    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+    if (got != static_cast<ssize_t>(sizeof(values_)) || cm == nullptr ||
+        cm->cmsg_len != CMSG_LEN(2 * sizeof(int))) {
+      throw std::runtime_error("child setup failed");
+    }
+    int fds[2];
+    std::memcpy(fds, CMSG_DATA(cm), sizeof(fds));
+    mem_fd_ = fds[0];
+    maps_fd_ = fds[1];
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   ~ChildProcess() {
     if (ctl_ >= 0) close(ctl_);
+    if (mem_fd_ >= 0) close(mem_fd_);
+    if (maps_fd_ >= 0) close(maps_fd_);
     if (pid_ > 0) {
       ::kill(pid_, SIGKILL);
       int st;
@@ -73,6 +105,11 @@ class ChildProcess {
   }
 
   pid_t pid() const { return pid_; }
+  // New descriptors (owned by the caller) of the child's own /proc/self/mem
+  // and /proc/self/maps, as it sent them: what MemSpaces::attach and
+  // map_app_range take.
+  int mem_fd() const { return fcntl(mem_fd_, F_DUPFD_CLOEXEC, 0); }
+  int maps_fd() const { return fcntl(maps_fd_, F_DUPFD_CLOEXEC, 0); }
   uint64_t value(int i) const { return values_[i]; }
   uint8_t* addr(int i = 0) const { return reinterpret_cast<uint8_t*>(values_[i]); }
 
@@ -103,6 +140,8 @@ class ChildProcess {
  private:
   pid_t pid_ = -1;
   int ctl_ = -1;
+  int mem_fd_ = -1;
+  int maps_fd_ = -1;
   Values values_{};
 };
 

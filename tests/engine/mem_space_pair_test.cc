@@ -66,7 +66,7 @@ class Buffer {
     uint32_t space = core::MemSpaces::kLocal;
     if (in_child) {
       child_ = std::make_unique<ChildProcess>([len] { return child_mmap(len); });
-      space = mrs.spaces().attach(child_->pid());
+      space = mrs.spaces().attach(child_->mem_fd());
       if (space == 0) throw std::runtime_error("attach");
       addr_ = child_->addr();
     } else {

@@ -439,7 +439,7 @@ TEST(SrqChildDead, PlacementFailureErrorsOnlyTheTakingQp) {
     return {reinterpret_cast<uint64_t>(p)};
   });
   core::MrTable& mrs = pair.host(1).mrs;
-  const uint32_t space = mrs.spaces().attach(child.pid());
+  const uint32_t space = mrs.spaces().attach(child.mem_fd());
   ASSERT_NE(space, 0u);
   uint32_t child_lkey = 0, rkey = 0;
   const uint64_t child_va = reinterpret_cast<uint64_t>(child.addr());

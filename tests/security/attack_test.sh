@@ -19,6 +19,11 @@
 #   - C's work request after the exec completed in error (or could not be
 #     posted / polled, or its QP is in error or no longer known to burstd).
 # Each order ends with one summary line; the verdict is per order.
+# ATTACK_CHECK_MS (optional): burstd's client_check_ms. The default (200 ms)
+# revokes the exec'd client before the peer acts (the peer's requests then meet
+# a QP in ERR); 10000 leaves the client unrevoked while the peer acts, so only
+# the kernel's binding of the client's /proc/self/mem to its old address space
+# stands between the peer and the helper (remote access error NAKs).
 # Usage: attack_test.sh BURSTCTL BURSTD MEM_ATTACK SETUID_HELPER XSK_RAW
 # Exit: 0 pass, 1 fail (the attack worked, or setup failed), 77 skipped.
 set -uo pipefail
@@ -116,9 +121,15 @@ for _ in $(seq 50); do
 done
 inA ping -c1 -W2 10.48.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
+BURSTD_CONF=()
+if [[ -n ${ATTACK_CHECK_MS:-} ]]; then
+  echo "client_check_ms = $ATTACK_CHECK_MS" >"$TMP/burstd.conf"
+  BURSTD_CONF=(--config "$TMP/burstd.conf")
+  echo "burstd: client_check_ms = $ATTACK_CHECK_MS"
+fi
 start_burstd() {  # NS DEV SOCK LOG
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
-    --socket "$3" >"$4" 2>&1 &
+  nsenter --net=/run/netns/"$1" "$BURSTD" "${BURSTD_CONF[@]}" --backend xdp --netdev "$2" \
+    --workers 1 --socket "$3" >"$4" 2>&1 &
   BG_PIDS+=($!)
   local i
   for ((i = 0; i < 100; i++)); do
