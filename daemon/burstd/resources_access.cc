@@ -140,7 +140,10 @@ int Resources::check_cap(const Client& c, Object what) const {
 }
 
 int Resources::charge_memlock(const Client& c, uint64_t bytes) const {
-  if (bytes == 0 || has_cap(c.creds, kCapIpcLock)) return 0;
+  if (bytes == 0) return 0;
+  // As the kernel asks capable(CAP_IPC_LOCK) at every registration: now, not
+  // at connect (a process may have dropped it since).
+  if (has_cap(read_creds(c.pid), kCapIpcLock)) return 0;
   uint64_t limit = 0;
   if (!read_memlock_limit(c.pid, &limit)) return ESRCH;
   if (limit == UINT64_MAX) return 0;
