@@ -51,10 +51,35 @@ int probe(const sockaddr_un& sa, pid_t* pid) {
   return e;
 }
 
+// Owner and group first (chown may clear mode bits), then the mode; lchown
+// never follows a link that replaced the socket.
+bool apply_access(const std::string& path, const SocketAccess& a, std::string* error) {
+  if ((a.owner != static_cast<uid_t>(-1) || a.group != static_cast<gid_t>(-1)) &&
+      lchown(path.c_str(), a.owner, a.group) != 0) {
+    const int e = errno;
+    std::string who;
+    if (a.owner != static_cast<uid_t>(-1))
+      who = "socket_owner = " + a.owner_name + " (uid " + std::to_string(a.owner) + ")";
+    if (a.group != static_cast<gid_t>(-1))
+      who += (who.empty() ? "" : ", ") + std::string("socket_group = ") + a.group_name + " (gid " +
+             std::to_string(a.group) + ")";
+    *error = errno_text("cannot give the control socket " + path + " to " + who, e);
+    if (e == EPERM)
+      *error +=
+          " (changing the owner needs root or CAP_CHOWN; a group needs burstd to be a member)";
+    return false;
+  }
+  if (chmod(path.c_str(), a.mode) != 0) {
+    *error = errno_text("chmod " + path + " (socket_mode)", errno);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-std::unique_ptr<ControlSocket> ControlSocket::Bind(const std::string& path, unsigned mode,
-                                                   std::string* error) {
+std::unique_ptr<ControlSocket> ControlSocket::Bind(const std::string& path,
+                                                   const SocketAccess& access, std::string* error) {
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof(sa.sun_path)) {
@@ -109,10 +134,7 @@ std::unique_ptr<ControlSocket> ControlSocket::Bind(const std::string& path, unsi
     s->dev_ = st.st_dev;
     s->ino_ = st.st_ino;
   }
-  if (chmod(path.c_str(), mode) != 0) {
-    *error = errno_text("chmod " + path, errno);
-    return nullptr;
-  }
+  if (!apply_access(path, access, error)) return nullptr;
   if (listen(s->fd_, kBacklog) != 0) {
     *error = errno_text("listen on " + path, errno);
     return nullptr;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/burstd/access.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/control_socket.h"
 #include "daemon/burstd/device.h"
@@ -62,6 +63,24 @@ std::string describe(const Device& d) {
     }
   }
   return s;
+}
+
+// burstd.conf's socket_owner / socket_group (a name or a numeric id) and socket_mode.
+bool socket_access(const Config& c, SocketAccess* a, std::string* error) {
+  a->mode = c.socket_mode;
+  a->owner_name = c.socket_owner;
+  a->group_name = c.socket_group;
+  if (!c.socket_owner.empty() && !resolve_user(c.socket_owner, &a->owner)) {
+    *error = "'socket_owner = " + c.socket_owner +
+             "': no such user (a user name from the passwd database, or a numeric uid)";
+    return false;
+  }
+  if (!c.socket_group.empty() && !resolve_group(c.socket_group, &a->group)) {
+    *error = "'socket_group = " + c.socket_group +
+             "': no such group (a group name from the group database, or a numeric gid)";
+    return false;
+  }
+  return true;
 }
 
 int run(int argc, char** argv) {
@@ -117,8 +136,9 @@ int run(int argc, char** argv) {
                       : ("config " + config_path).c_str());
 
   // The socket first: a second daemon on the same path stops before touching the port.
-  std::unique_ptr<ControlSocket> sock =
-      ControlSocket::Bind(config.socket_path, config.socket_mode, &err);
+  SocketAccess access;
+  if (!socket_access(config, &access, &err)) return fail(err);
+  std::unique_ptr<ControlSocket> sock = ControlSocket::Bind(config.socket_path, access, &err);
   if (!sock) return fail(err);
   if (sock->replaced_stale())
     BURSTD_INFO("replaced the stale control socket %s", sock->path().c_str());
