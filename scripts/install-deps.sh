@@ -17,6 +17,7 @@ PKGS=(
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
+  libcap-ng-dev                           # burstd drops capabilities after start-up
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
   dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
   python3-matplotlib                      # bench/: plots in docs/benchmarks.md

@@ -22,6 +22,7 @@
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/event_loop.h"
 #include "daemon/burstd/log.h"
+#include "daemon/burstd/privileges.h"
 #include "daemon/burstd/resources.h"
 #include "daemon/ctl/ctl_codec.h"
 
@@ -147,6 +148,11 @@ int run(int argc, char** argv) {
   if (!device) return fail(err);
   BURSTD_INFO("%s", describe(*device).c_str());
   if (!device->info().notes.empty()) BURSTD_INFO("%s", device->info().notes.c_str());
+  // The port is open and the socket bound: keep only what the run time needs,
+  // before the workers exist (they inherit the control thread's sets).
+  std::string caps;
+  if (!drop_privileges(config, &caps, &err)) return fail(err);
+  BURSTD_INFO("%s", caps.c_str());
   int rc = 0;
   {
     Resources resources(*device, config.command_timeout_ms);
