@@ -6,7 +6,9 @@
 #     dpdk_hugepages = on with no free hugepages
 #   - two burstd on one memif link (no kernel netdev): each reports backend
 #     dpdk; RC QPs on one towards the other's GID (ctl_test_client) get the MAC
-#     from burst's own ARP agent (arp.requests_answered moves on the other side)
+#     from burst's own ARP agent (arp.requests_answered moves on the other side);
+#     every thread of each (the EAL's too) keeps only the capabilities of a DPDK
+#     port with no kernel netdev (daemon/burstd/privileges.h), NoNewPrivs 1
 # Usage: burstd_dpdk_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT
 # Exit: 0 pass, 1 fail, 77 skipped (not root).
 set -uo pipefail
@@ -14,6 +16,7 @@ BURSTD=${1:?usage: burstd_dpdk_test.sh BURSTD BURSTCTL}
 BURSTCTL=${2:?usage}
 CLIENT=${3:?usage}
 . "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/caps_lib.sh"
 netns_require_root "DPDK EAL, network namespace"
 [[ -x $BURSTD && -x $BURSTCTL ]] || fail "burstd/burstctl not built"
 netns_pair burstd-dpdk
@@ -56,6 +59,7 @@ start() {  # NAME ROLE ADDRESS
   nsenter --net=/run/netns/"$NA" "$BURSTD" --config "$TMP/$1.conf" --socket "$TMP/$1.sock" \
     >"$TMP/$1.log" 2>&1 &
   BG_PIDS+=($!)
+  eval "PID_$1=$!"
   local i
   for ((i = 0; i < 100; i++)); do
     [[ -S $TMP/$1.sock ]] && timeout 5 "$BURSTCTL" --socket "$TMP/$1.sock" status >/dev/null 2>&1 && return 0
@@ -72,6 +76,10 @@ for n in srv cli; do
   grep -q "net_memif" "$TMP/$n.log" || { cat "$TMP/$n.log"; fail "$n: the log does not name the PMD"; }
 done
 echo "both report: $(timeout 5 "$BURSTCTL" --socket "$TMP/srv.sock" status | grep '^backend')"
+want=$(caps_expected)  # memif, no kernel netdev: none
+caps_check "$PID_srv" "$want" "$want" 1 || { cat "$TMP/srv.log"; fail "server's capabilities"; }
+caps_check "$PID_cli" "$want" "$want" 1 || { cat "$TMP/cli.log"; fail "client's capabilities"; }
+grep "capabilities after start-up" "$TMP/srv.log" || fail "no capability line"
 echo "log: $(grep -o 'DPDK port [^,]*' "$TMP/srv.log" | head -1)"
 # RC QPs on the client daemon towards the server's GID: burstd resolves the
 # MAC with its ARP agent over memif, the server's agent answers.

@@ -4,6 +4,8 @@
 #   - `burstd --backend xdp --netdev v0 --workers 2` starts; burstctl status
 #     --json shows the XDP mode, 2 queues, 2 workers; workers shows queue 0 on
 #     worker 0 and queue 1 on worker 1; devices shows v0's IPv4 GID;
+#   - every thread keeps only the xdp capabilities of daemon/burstd/privileges.h
+#     (CapPrm = CapEff = CapBnd), NoNewPrivs 1;
 #   - RC QPs taken to RTS towards the peer's address with the MAC left to
 #     burstd: it resolves v1's MAC from the neighbour table;
 #   - a second burstd on the same netdev fails with the busy message;
@@ -19,6 +21,7 @@ BURSTCTL=${2:?}
 CLIENT=${3:?}
 
 . "$(dirname "$0")/../netns/lib.sh"
+. "$(dirname "$0")/caps_lib.sh"
 
 netns_require_root "network namespaces, XDP, AF_XDP"
 netns_require_tools "iproute2 util-linux" ip nsenter timeout
@@ -78,6 +81,9 @@ stop_burstd() {  # sends SIGTERM, expects exit 0
 log "burstd --backend xdp --netdev v0 --workers 2"
 start_burstd "$TMP/a.log"
 has_xdp || fail "no XDP program on v0 while burstd runs"
+want=$(caps_expected cap_net_admin)
+caps_check "$BPID" "$want" "$want" 1 || { cat "$TMP/a.log"; fail "capabilities after start-up"; }
+grep "capabilities after start-up" "$TMP/a.log" || fail "no capability line"
 ctl status || fail "burstctl status"
 ctl status --json >"$TMP/status.json" || fail "burstctl status --json"
 [[ $(json /backend <"$TMP/status.json") == xdp ]] || fail "backend"
