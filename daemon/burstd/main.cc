@@ -155,7 +155,12 @@ int run(int argc, char** argv) {
   BURSTD_INFO("%s", caps.c_str());
   int rc = 0;
   {
-    Resources resources(*device, config.command_timeout_ms);
+    UserLimits limits;
+    limits.max_qps = config.max_qps_per_user;
+    limits.max_cqs = config.max_cqs_per_user;
+    limits.max_mrs = config.max_mrs_per_user;
+    limits.max_pds = config.max_pds_per_user;
+    Resources resources(*device, config.command_timeout_ms, limits);
     Dispatcher dispatcher(config, *device, resources);
     device->start();
     EventLoop loop(config, *sock, dispatcher);
