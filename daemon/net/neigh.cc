@@ -237,9 +237,13 @@ Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out,
   st = get_neigh(rtnl, ifindex, nh, &n, &found);
   if (!st.ok()) return st;
   if (found && usable(n)) {
-    if ((n.state & NUD_STALE) && options.trigger != Trigger::kUdp) {
-      // Best effort: STALE -> DELAY -> PROBE makes the kernel re-confirm the entry.
-      (void)trigger_netlink(rtnl, ifindex, nh);
+    if (n.state & NUD_STALE) {
+      // Best effort: STALE -> DELAY -> PROBE makes the kernel re-confirm the
+      // entry. RTM_NEWNEIGH needs CAP_NET_ADMIN (burstd may have dropped it);
+      // a datagram through the kernel to the neighbour does the same.
+      const bool netlink_ok =
+          options.trigger != Trigger::kUdp && trigger_netlink(rtnl, ifindex, nh).ok();
+      if (!netlink_ok && options.trigger != Trigger::kNetlink) (void)trigger_udp(ifindex, nh);
     }
     return finish(&n);
   }
