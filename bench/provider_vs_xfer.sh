@@ -119,4 +119,4 @@ done
 echo
 echo "runs=$RUNS seconds=$SECS (medians); RoCE MTU 1024 on a 1500-byte veth; one burstd worker"
 echo "(and one burst-xfer worker) per side; $(nproc) cores shared by both sides and the applications;"
-echo "application buffers are malloc'd (cross-memory: process_vm_readv/writev per frame); $(uname -r)"
+echo "application buffers are malloc'd (cross-memory: pread/pwrite on the application's /proc/self/mem); $(uname -r)"

@@ -80,7 +80,8 @@ class MemSpaces {
 
   // Vectored forms: local[i] and remote[i] have the same length, n <= kMaxIov.
   // Runs of elements that are contiguous on the space side travel in one
-  // preadv/pwritev. They stop at the first element that fails. Return the
+  // pread/pwrite (through a per-thread bounce buffer of 256 KiB: the kernel
+  // serves /proc/PID/mem one iovec per call). They stop at the first element that fails. Return the
   // bytes transferred (a prefix of the elements, possibly ending inside one),
   // or -1 with errno (ESRCH: space unknown or its address space gone; EFAULT:
   // the first element failed).

@@ -192,6 +192,41 @@ TEST(MemSpaces, ChildMemoryReadWriteAtomicsThenExit) {
   EXPECT_FALSE(s.read(id, got.data(), base, 16));
 }
 
+// Runs of pieces contiguous in the child move in one call through the bounce
+// buffer (also runs longer than it, and a run that ends in the unmapped page:
+// the prefix is reported).
+TEST(MemSpaces, ContiguousPiecesBothWays) {
+  ChildProcess child(child_buffer);
+  MemSpaces s;
+  const uint32_t id = s.attach(child.mem_fd());
+  ASSERT_NE(id, 0u);
+  uint8_t* base = child.addr();
+  constexpr size_t kPiece = 1000, kPieces = 400;  // 400 KB: more than one bounce run
+  const std::vector<uint8_t> pat = pattern(kPiece * kPieces, 11);
+  std::vector<iovec> l(kPieces), r(kPieces);
+  for (size_t i = 0; i < kPieces; ++i) {
+    l[i] = iovec{const_cast<uint8_t*>(pat.data()) + i * kPiece, kPiece};
+    r[i] = iovec{base + 4096 + i * kPiece, kPiece};
+  }
+  ASSERT_EQ(s.writev(id, l.data(), r.data(), kPieces), static_cast<ssize_t>(pat.size()));
+  EXPECT_EQ(child.bytes(reinterpret_cast<uint64_t>(base) + 4096, pat.size()), pat);
+  std::vector<uint8_t> back(pat.size(), 0);
+  for (size_t i = 0; i < kPieces; ++i) l[i] = iovec{back.data() + i * kPiece, kPiece};
+  ASSERT_EQ(s.readv(id, l.data(), r.data(), kPieces), static_cast<ssize_t>(pat.size()));
+  EXPECT_EQ(back, pat);
+  // Four pieces, the last two past the end of the child's memory: 2 whole pieces
+  // (and the part of the third that is mapped, if any) are reported.
+  uint8_t* end = base + kChildBytes;
+  iovec l2[4], r2[4];
+  for (int i = 0; i < 4; ++i) {
+    l2[i] = iovec{back.data() + i * 512, 512};
+    r2[i] = iovec{end - 1024 + i * 512, 512};
+  }
+  EXPECT_EQ(s.readv(id, l2, r2, 4), 1024);
+  EXPECT_EQ(s.writev(id, l2, r2, 4), 1024);
+  close(s.detach(id));
+}
+
 // Atomics from several threads on one word of the child: burst's own atomics
 // are atomic among themselves.
 TEST(MemSpaces, ChildAtomicsFromSeveralThreads) {
