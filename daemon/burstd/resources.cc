@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "core/qp.h"
@@ -86,6 +87,27 @@ Resources::~Resources() {
         },
         timeout_ms_);
   }
+}
+
+uint32_t Resources::take_handle(Client& c) {
+  // In creation order; after 2^32 creations the counter wraps and skips what
+  // is still in use (and 0, which names nothing).
+  for (;;) {
+    const uint32_t h = c.next_handle++;
+    if (h != 0 && !c.pds.count(h) && !c.cqs.count(h) && !c.qps.count(h) && !c.mrs.count(h) &&
+        !c.ahs.count(h) && !c.srqs.count(h)) {
+      return h;
+    }
+  }
+}
+
+uint32_t Resources::take_srqn() {
+  if (next_srqn_ < (1u << BURST_SHM_DB_HANDLE_BITS)) return next_srqn_++;
+  // All 24-bit numbers were handed out once: reuse the one freed longest ago.
+  if (free_srqns_.empty()) return 0;
+  const uint32_t n = free_srqns_.front();
+  free_srqns_.pop_front();
+  return n;
 }
 
 Resources::Client* Resources::find(uint32_t client) {
@@ -191,7 +213,7 @@ int Resources::alloc_pd(uint32_t client, uint32_t* handle) {
   if (int e = check_cap(*c, Object::kPd); e != 0) return e;
   const uint32_t pd = device_.mrs().alloc_pd();
   if (pd == 0) return ENOMEM;
-  *handle = c->next_handle++;
+  *handle = take_handle(*c);
   c->pds[*handle].pd = pd;
   return 0;
 }
@@ -216,7 +238,7 @@ int Resources::create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32
   constexpr uint32_t kMaxCqe = 1u << 20;  // the Engine's largest CQ
   if (cqe == 0 || cqe > kMaxCqe) return EINVAL;
   if (int e = check_cap(*c, Object::kCq); e != 0) return e;
-  *handle = c->next_handle++;
+  *handle = take_handle(*c);
   Cq& cq = c->cqs[*handle];
   cq.cqe = cqe;
   cq.shard.assign(device_.workers(), 0);
@@ -402,7 +424,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
     if (region_fd != nullptr) *region_fd = region->fd();
     resp->region_size = region->size();
   }
-  const uint32_t handle = c->next_handle++;
+  const uint32_t handle = take_handle(*c);
   Qp& qp = c->qps[handle];
   qp.region = region;
   qp.srq = req.srq_handle;
@@ -541,6 +563,7 @@ Resources::Released Resources::release_client(uint32_t client) {
       for (uint32_t id : shards) destroyed_cqs += eng.destroy_cq(id).ok() ? 1 : 0;
       for (const auto& [srqn, id] : srqs) (void)eng.destroy_srq(id);
     });
+    for (const auto& [srqn, id] : srqs) free_srqns_.push_back(srqn);
     if (e != 0) {
       r.leaked += static_cast<uint32_t>(qpns.size() + shards.size());
       continue;
@@ -630,7 +653,7 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
     return s.to_errno();
   }
   mr.lkey = lkey;
-  const uint32_t handle = c->next_handle++;
+  const uint32_t handle = take_handle(*c);
   c->mrs[handle] = mr;
   c->mr_bytes += bytes;
   ++pd->second.refs;
@@ -710,6 +733,13 @@ int Resources::set_async_fd(uint32_t client, int fd) {
     close(fd);
     return c == nullptr ? ENOENT : EBUSY;
   }
+  // burstd's workers write events into it: never block on a client that does
+  // not read (an event that does not fit is counted as dropped).
+  const int fl = fcntl(fd, F_GETFL);
+  if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) {
+    close(fd);
+    return EBADF;
+  }
   c->async = std::make_shared<AsyncSink>(fd);
   return 0;
 }
@@ -723,7 +753,7 @@ int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
   if (c == nullptr) return ENOENT;
   auto pd = c->pds.find(req.pd_handle);
   if (pd == c->pds.end()) return ENOENT;
-  if (next_srqn_ >= (1u << BURST_SHM_DB_HANDLE_BITS)) return ENOMEM;
+  if (next_srqn_ >= (1u << BURST_SHM_DB_HANDLE_BITS) && free_srqns_.empty()) return ENOMEM;
   const uint32_t w = next_worker_++ % device_.workers();
   core::SrqAttr attr;
   attr.max_wr = req.attr.max_wr;
@@ -741,7 +771,7 @@ int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
     return e;
   }
   if (!st.ok()) return st.to_errno();
-  const uint32_t srqn = next_srqn_++;
+  const uint32_t srqn = take_srqn();
   shm::RingSpec spec;
   spec.kind = BURST_SHM_RING_SRQ;
   spec.handle = srqn;
@@ -772,9 +802,10 @@ int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
   }
   if (err != 0) {
     (void)on_worker(w, [&](WorkerBase& wk) { (void)wk.engine().destroy_srq(id); });
+    free_srqns_.push_back(srqn);
     return err;
   }
-  const uint32_t handle = c->next_handle++;
+  const uint32_t handle = take_handle(*c);
   Srq& srq = c->srqs[handle];
   srq.srqn = srqn;
   srq.worker = w;
@@ -811,6 +842,7 @@ int Resources::destroy_srq(uint32_t client, uint32_t handle) {
   }
   if (!st.ok()) return st.to_errno();
   --c->pds[srq.pd].refs;
+  free_srqns_.push_back(srq.srqn);
   c->srqs.erase(it);
   return 0;
 }

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -160,7 +161,7 @@ class Resources {
     uid_t uid = 0;
     gid_t gid = 0;
     ProcessCreds creds;        // at connect (check_clients compares)
-    uint32_t next_handle = 1;  // one namespace for PDs, CQs, QPs, MRs and AHs, never reused
+    uint32_t next_handle = 1;  // one namespace for PDs, CQs, QPs, MRs, AHs and SRQs (take_handle)
     uint32_t space = 0;        // MemSpaces id of its /proc/self/mem (0: none)
     int maps_fd = -1;          // its /proc/self/maps (-1: ATTACH_MEMORY not done)
     bool attached = false;     // ATTACH_MEMORY done
@@ -176,6 +177,8 @@ class Resources {
   };
 
   Client* find(uint32_t client);
+  uint32_t take_handle(Client& c);  // a handle the client does not use (never 0)
+  uint32_t take_srqn();             // 0: every 24-bit number in use
   // Per-user caps and the memlock budget (0 or an errno value).
   enum class Object : uint8_t { kPd, kCq, kQp, kMr };
   int check_cap(const Client& c, Object what) const;
@@ -192,6 +195,7 @@ class Resources {
   UserLimits limits_;
   uint32_t next_worker_ = 0;
   uint32_t next_srqn_ = 1;  // device-wide SRQ numbers (24 bits, doorbell handles)
+  std::deque<uint32_t> free_srqns_;  // destroyed ones, reused (oldest first) once all were used
   std::map<uint32_t, Client> clients_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker
   AhTable ahs_;

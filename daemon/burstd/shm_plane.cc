@@ -297,8 +297,18 @@ void ShmPlane::fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_
 
 void ShmPlane::revoke_qp(core::Engine& engine, uint32_t qpn) {
   auto it = qps_.find(qpn);
-  if (it == qps_.end() || it->second.failed) return;
+  if (it == qps_.end()) return;
   QpState& q = it->second;
+  if (q.failed) {
+    // Failed earlier (its rings are no longer read), but the client may have
+    // moved the QP out of ERR since: back to ERR, and say so.
+    core::QpAttr err;
+    err.qp_state = core::QpState::kErr;
+    (void)engine.modify_qp(q.b.qpn, err, core::kQpState);
+    deliver(engine);
+    if (q.b.async) q.b.async->post(q.b.user_handle, kIbvEventQpFatal);
+    return;
+  }
   if (q.b.rq_offset != q.b.sq_offset) {
     shm::MarkRingError(q.b.region, q.b.rq_offset, BURST_SHM_RING_ERR_REVOKED);
   }
