@@ -7,9 +7,9 @@
 
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/reflect_port.h"
-#include "daemon/net/gid_table.h"
-#include "daemon/net/netdev.h"
-#include "daemon/net/neigh.h"
+#include "net/gid_table.h"
+#include "net/netdev.h"
+#include "net/neigh.h"
 #include "datapath/arp_agent.h"
 #include "datapath/queue_set.h"
 

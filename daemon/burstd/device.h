@@ -28,7 +28,7 @@
 #include "core/worker.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/worker.h"
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 
 namespace burst::datapath {
 class XdpPort;

@@ -9,7 +9,7 @@
 
 #include "core/qp.h"
 #include "daemon/burstd/log.h"
-#include "daemon/net/neigh.h"
+#include "net/neigh.h"
 #include "shm/layout.h"
 
 namespace burst::burstd {

@@ -11,7 +11,7 @@
 
 #include "core/engine.h"
 #include "core/worker.h"
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 #include "datapath/queue_set.h"
 #include "tools/burst-xfer/xfer.h"
 

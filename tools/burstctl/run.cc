@@ -17,7 +17,7 @@
 #include <cstring>
 
 #include "daemon/ctl/burst_ctl_proto.h"
-#include "daemon/net/netdev.h"
+#include "net/netdev.h"
 #include "provider/burst_device.h"
 #include "provider/shim/burst_shim.h"
 #include "tools/burstctl/sysfs_tree.h"

@@ -12,7 +12,7 @@
 
 #include "daemon/ctl/ctl_client.h"
 #include "daemon/ctl/ctl_codec.h"
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 
 namespace burst::tools {
 namespace {

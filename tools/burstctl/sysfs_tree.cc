@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/net/gid_table.h"
+#include "net/gid_table.h"
 #include "provider/burst_device.h"
 
 namespace burst::tools {

@@ -1,4 +1,4 @@
-#include "daemon/net/gid_table.h"
+#include "net/gid_table.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>

@@ -1,7 +1,7 @@
-// Request builders and reply parsers of daemon/net/rtnl against hand-made
+// Request builders and reply parsers of net/rtnl against hand-made
 // netlink buffers (nl_test_util.h), plus read-only queries of the test's own
 // network namespace (no privilege, nothing configured).
-#include "daemon/net/rtnl.h"
+#include "net/rtnl.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>
@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/net/netdev.h"
+#include "net/netdev.h"
 #include "tests/unit/net/nl_test_util.h"
 
 namespace burst::net {

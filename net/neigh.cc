@@ -1,4 +1,4 @@
-#include "daemon/net/neigh.h"
+#include "net/neigh.h"
 
 #include <arpa/inet.h>
 #include <linux/neighbour.h>
@@ -14,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "daemon/net/rtnl.h"
+#include "net/rtnl.h"
 
 namespace burst::net {
 namespace {

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <string>
 
-#include "daemon/net/gid_table.h"
-#include "daemon/net/netdev.h"
-#include "daemon/net/rtnl.h"
-#include "daemon/net/status.h"
+#include "net/gid_table.h"
+#include "net/netdev.h"
+#include "net/rtnl.h"
+#include "net/status.h"
 
 namespace burst::net {
 

@@ -1,4 +1,4 @@
-#include "daemon/net/address_watcher.h"
+#include "net/address_watcher.h"
 
 #include <linux/rtnetlink.h>
 

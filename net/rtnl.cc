@@ -1,4 +1,4 @@
-#include "daemon/net/rtnl.h"
+#include "net/rtnl.h"
 
 #include <fcntl.h>
 #include <libmnl/libmnl.h>

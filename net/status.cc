@@ -1,4 +1,4 @@
-#include "daemon/net/status.h"
+#include "net/status.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "daemon/net/netdev.h"
+#include "net/netdev.h"
 
 #include <linux/ethtool.h>
 #include <linux/if.h>
@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/net/rtnl.h"
+#include "net/rtnl.h"
 
 namespace burst::net {
 namespace {

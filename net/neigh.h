@@ -37,8 +37,8 @@
 
 #include <cstdint>
 
-#include "daemon/net/addr.h"
-#include "daemon/net/status.h"
+#include "net/addr.h"
+#include "net/status.h"
 
 namespace burst::net {
 

@@ -1,4 +1,4 @@
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>

@@ -25,8 +25,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "daemon/net/addr.h"
-#include "daemon/net/netdev.h"
+#include "net/addr.h"
+#include "net/netdev.h"
 
 namespace burst::net {
 

@@ -1,4 +1,4 @@
-#include "daemon/net/gid_table.h"
+#include "net/gid_table.h"
 
 #include <algorithm>
 

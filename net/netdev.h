@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/net/addr.h"
-#include "daemon/net/status.h"
+#include "net/addr.h"
+#include "net/status.h"
 
 namespace burst::net {
 
