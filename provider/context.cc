@@ -20,7 +20,7 @@
 
 #include "core/qp.h"
 #include "core/verbs.h"
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 #include "provider/provider.h"
 #include "provider/unsupported.h"
 

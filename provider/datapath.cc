@@ -1,4 +1,4 @@
-// The provider's data path on the shared-memory rings of shm/burst_shm_abi.h:
+// The provider's data path on the shared-memory rings of abi/burst_shm_abi.h:
 // ibv_post_send / ibv_post_recv write work requests into the QP's rings and
 // ring the worker's doorbell; ibv_poll_cq reads the CQ ring; ibv_req_notify_cq
 // bumps the ring's arm sequence. None of them makes a system call.
@@ -22,7 +22,7 @@
 #include <cstring>
 
 #include "provider/provider.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_shim.h"
 
 namespace burst::provider {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 #include "provider/provider.h"
 
 namespace burst::provider {

@@ -2,7 +2,7 @@
 // (the provider in every application with a queue on the worker), one
 // consumer (the worker). The protocol, its state diagram, the memory orderings
 // and the cost of a producer that dies between reserve and commit are
-// described at the top of shm/burst_shm_abi.h; this file implements it.
+// described at the top of abi/burst_shm_abi.h; this file implements it.
 //
 // Summary: each slot is one 64-bit word {state, lap, record}. A producer
 // reserves position p by CAS FREE(lap p) -> RESERVED(lap p) on slot p & mask
@@ -18,7 +18,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/layout.h"
 
 namespace burst::shm {

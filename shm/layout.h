@@ -1,4 +1,4 @@
-// Geometry and layout of the shared-memory regions (shm/burst_shm_abi.h):
+// Geometry and layout of the shared-memory regions (abi/burst_shm_abi.h):
 // burstd computes a layout and initialises the headers of a region it
 // created; the provider checks the headers of a region it was given before
 // using them. Neither side ever follows a pointer stored in shared memory.
@@ -8,7 +8,7 @@
 #include <span>
 
 #include "core/status.h"
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 
 namespace burst::shm {
 

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/layout.h"
 
 namespace burst::shm {

@@ -14,7 +14,7 @@
 
 #include "core/status.h"
 #include "core/verbs.h"
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 
 namespace burst::shm {
 

@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 

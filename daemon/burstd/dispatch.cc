@@ -10,7 +10,7 @@
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "daemon/burstd/access.h"
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 
 namespace burst::burstd {
 namespace {

@@ -18,7 +18,7 @@
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {

@@ -38,7 +38,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/shm_plane.h"
 #include "shm/region.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 

@@ -1,5 +1,5 @@
 // The data path between applications and burstd: the shared-memory rings of
-// shm/burst_shm_abi.h joined to the transport Engines.
+// abi/burst_shm_abi.h joined to the transport Engines.
 //
 //   application (provider)                       burstd worker w (ShmPlane)
 //   post_send: WQE -> SQ ring, doorbell(w) ---->  poll(): doorbell records name

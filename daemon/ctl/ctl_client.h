@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::ctl {
 

@@ -1,5 +1,5 @@
 // Encoding and validation helpers of the burst control protocol
-// (daemon/ctl/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
+// (abi/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
 // the verbs provider. No dependencies beyond libc; nothing here allocates except
 // the string helpers.
 #pragma once
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::ctl {
 

@@ -29,8 +29,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 
 #define BURST_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -17,7 +17,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {

@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::fuzz_ctl {

@@ -64,7 +64,7 @@
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "tests/fuzz/ctl_dispatch_input.h"
 

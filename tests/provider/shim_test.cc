@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 
 namespace {
 

@@ -29,7 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_shim.h"
 
 #include "tests/provider/probe_util.h"
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/region.h"
 #include "shm/spsc_ring.h"
 

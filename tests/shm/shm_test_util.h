@@ -17,7 +17,7 @@
 #include <new>
 #include <thread>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/layout.h"
 #include "shm/region.h"
 

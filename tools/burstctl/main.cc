@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "tools/burstctl/run.h"
 #include "tools/burstctl/status.h"
 

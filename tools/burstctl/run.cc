@@ -16,10 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "net/netdev.h"
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 #include "tools/burstctl/sysfs_tree.h"
 
 namespace burst::tools {

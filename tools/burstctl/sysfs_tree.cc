@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "net/gid_table.h"
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 
 namespace burst::tools {
 namespace {

@@ -1,6 +1,6 @@
 // A burst-owned sysfs tree: what libibverbs reads (through SYSFS_PATH) to find
 // a burst device on a kernel without RDMA support. The layout is described in
-// provider/burst_device.h; this writes it from a netdev's state, with the GID
+// abi/burst_device.h; this writes it from a netdev's state, with the GID
 // table built the way Linux builds it for a RoCE device (net/).
 #pragma once
 

@@ -32,8 +32,8 @@
  *
  * C-compatible; needs no RDMA headers.
  */
-#ifndef BURST_PROVIDER_BURST_DEVICE_H_
-#define BURST_PROVIDER_BURST_DEVICE_H_
+#ifndef BURST_ABI_BURST_DEVICE_H_
+#define BURST_ABI_BURST_DEVICE_H_
 
 #include <stdint.h>
 
@@ -90,4 +90,4 @@ static inline uint8_t burst_ib_mtu_for_netdev(uint32_t netdev_mtu) {
   return ib_mtu;
 }
 
-#endif /* BURST_PROVIDER_BURST_DEVICE_H_ */
+#endif /* BURST_ABI_BURST_DEVICE_H_ */

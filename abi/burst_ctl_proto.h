@@ -73,8 +73,8 @@
  * (descriptor-based memory access). A change to an existing struct bumps
  * BURST_CTL_VERSION.
  */
-#ifndef BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
-#define BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
+#ifndef BURST_ABI_BURST_CTL_PROTO_H_
+#define BURST_ABI_BURST_CTL_PROTO_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -649,4 +649,4 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_qp_req) == 104, "modify_q
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_req) == 32, "query_qp_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_resp) == 136, "query_qp_resp size");
 
-#endif /* BURST_DAEMON_CTL_BURST_CTL_PROTO_H_ */
+#endif /* BURST_ABI_BURST_CTL_PROTO_H_ */

@@ -43,8 +43,8 @@
  *
  * C-compatible; needs no RDMA headers.
  */
-#ifndef BURST_PROVIDER_SHIM_BURST_SHIM_H_
-#define BURST_PROVIDER_SHIM_BURST_SHIM_H_
+#ifndef BURST_ABI_BURST_SHIM_H_
+#define BURST_ABI_BURST_SHIM_H_
 
 #include <stdint.h>
 #include <string.h>
@@ -87,4 +87,4 @@ typedef int (*burst_shim_channel_peer_fn)(int channel_fd);
 static_assert(sizeof(uint64_t) == BURST_SHIM_CQ_EVENT_SIZE, "one u64 per event");
 #endif
 
-#endif /* BURST_PROVIDER_SHIM_BURST_SHIM_H_ */
+#endif /* BURST_ABI_BURST_SHIM_H_ */
