@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -19,7 +20,8 @@ constexpr int kDumpAttempts = 5;
 
 // Active channel counts through ETHTOOL_GCHANNELS (the ioctl works on any
 // socket of the namespace). False when the driver does not report channels.
-bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx) {
+bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx,
+                   uint32_t* max) {
   struct ethtool_channels ch {};
   ch.cmd = ETHTOOL_GCHANNELS;
   ifreq ifr{};
@@ -31,6 +33,7 @@ bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx
   if (r == 0 || t == 0) return false;
   *rx = r;
   *tx = t;
+  *max = std::max({ch.max_rx, ch.max_tx, ch.max_combined, r});
   return true;
 }
 
@@ -43,7 +46,10 @@ Status get_link(RtnlSocket& rtnl, nlmsghdr* req, const std::string& label, LinkR
       },
       "query netdev " + label);
   if (st.code() == ENODEV) {
-    return Status::Error(ENODEV, "netdev " + label + " not found in this network namespace");
+    return Status::Error(ENODEV, "netdev " + label +
+                                     " not found in this network namespace: it does not exist "
+                                     "here (check `ip link`; to run inside a netns use "
+                                     "`nsenter --net=/run/netns/NAME`)");
   }
   if (!st.ok()) return st;
   if (!found) return Status::Error(EPROTO, "query netdev " + label + ": no link in the reply");
@@ -79,11 +85,12 @@ Status fill(RtnlSocket& rtnl, const LinkRecord& link, NetdevInfo* out) {
   info.mtu = link.mtu;
   info.flags = link.flags;
   info.operstate = link.operstate;
-  if (read_channels(rtnl.fd(), link.name, &info.rx_queues, &info.tx_queues)) {
+  if (read_channels(rtnl.fd(), link.name, &info.rx_queues, &info.tx_queues, &info.max_queues)) {
     info.queues_from_ethtool = true;
   } else {
     info.rx_queues = link.num_rx_queues != 0 ? link.num_rx_queues : 1;
     info.tx_queues = link.num_tx_queues != 0 ? link.num_tx_queues : 1;
+    info.max_queues = info.rx_queues;
   }
   Status st = dump_addrs(rtnl, AF_INET, link.ifindex, &info.ipv4);
   if (!st.ok()) return st;

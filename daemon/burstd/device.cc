@@ -151,6 +151,7 @@ bool Device::open_xdp(const Config& config, std::string* error) {
 
   datapath::XdpConfig xc;
   xc.netdev = config.netdev;
+  xc.netdev_info = {static_cast<int>(nd.ifindex), nd.mtu, nd.rx_queues, nd.max_queues};
   xc.num_frames = config.xdp_frames;
   xc.xdp_mode = config.xdp_mode == XdpMode::kNative    ? datapath::XdpAttachMode::kNative
                 : config.xdp_mode == XdpMode::kGeneric ? datapath::XdpAttachMode::kGeneric

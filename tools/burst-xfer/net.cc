@@ -141,7 +141,7 @@ void Node::open_datapath() {
   if (o_.backend == "dpdk") port_ = open_dpdk_port(o_, o_.netdev, nd_.mtu);
 #endif
 #ifdef BURST_XFER_WITH_XDP
-  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_.rx_queues);
+  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_);
 #endif
   if (!port_) fail("backend " + o_.backend + " is not built into this burst-xfer");
   if (o_.netdev.empty()) nd_.mac = port_->mac();

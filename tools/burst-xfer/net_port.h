@@ -12,6 +12,7 @@
 #include "core/engine.h"
 #include "core/worker.h"
 #include "net/addr.h"
+#include "net/netdev.h"
 #include "datapath/queue_set.h"
 #include "tools/burst-xfer/xfer.h"
 
@@ -49,7 +50,7 @@ class NetPort {
 // Both throw std::runtime_error with a message that names the fix. For DPDK,
 // `netdev` is the kernel netdev behind the port ("" when there is none: then
 // the port answers ARP for --address itself) and `mtu` its L3 MTU.
-std::unique_ptr<NetPort> open_xdp_port(const Options& o, uint32_t netdev_rx_queues);
+std::unique_ptr<NetPort> open_xdp_port(const Options& o, const net::NetdevInfo& nd);
 std::unique_ptr<NetPort> open_dpdk_port(const Options& o, const std::string& netdev,
                                         uint32_t mtu);
 

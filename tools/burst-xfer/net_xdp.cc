@@ -13,9 +13,11 @@ namespace {
 
 class XdpNetPort final : public NetPort {
  public:
-  explicit XdpNetPort(const Options& o, uint32_t rx_queues) {
+  explicit XdpNetPort(const Options& o, const net::NetdevInfo& nd) {
+    const uint32_t rx_queues = nd.rx_queues;
     datapath::XdpConfig cfg;
     cfg.netdev = o.netdev;
+    cfg.netdev_info = {static_cast<int>(nd.ifindex), nd.mtu, nd.rx_queues, nd.max_queues};
     cfg.num_frames = o.frames;
     cfg.xdp_mode = o.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
                    : o.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
@@ -70,8 +72,8 @@ class XdpNetPort final : public NetPort {
 
 }  // namespace
 
-std::unique_ptr<NetPort> open_xdp_port(const Options& o, uint32_t netdev_rx_queues) {
-  return std::make_unique<XdpNetPort>(o, netdev_rx_queues);
+std::unique_ptr<NetPort> open_xdp_port(const Options& o, const net::NetdevInfo& nd) {
+  return std::make_unique<XdpNetPort>(o, nd);
 }
 
 }  // namespace burst::tools
