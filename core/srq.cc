@@ -30,7 +30,9 @@ uint32_t round_pow2(uint32_t v) {
 }  // namespace
 
 Status Engine::create_srq(const SrqAttr& attr, uint32_t* srq_id) {
-  if (attr.max_wr == 0 || attr.max_wr > kMaxQpWr || attr.max_sge > kMaxSge) return Errc::kInvalid;
+  if (attr.max_wr == 0 || attr.max_wr > kMaxSrqWr || attr.max_sge > kMaxSrqSge) {
+    return Errc::kInvalid;
+  }
   const uint32_t slots = round_pow2(attr.max_wr);
   if (attr.srq_limit > slots) return Errc::kInvalid;
   for (uint32_t i = 1; i < srqs_.size(); ++i) {

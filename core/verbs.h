@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "abi/burst_limits.h"
+
 namespace burst::core {
 
 enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
@@ -112,7 +114,7 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-constexpr uint32_t kMaxSge = 16;
+constexpr uint32_t kMaxSge = BURST_MAX_SGE;  // device limit: SGEs per WR
 
 struct SendWr {
   uint64_t wr_id = 0;

@@ -23,12 +23,12 @@ bool MayCarryInline(WrOpcode op) {
 uint32_t SgeRoom(const WqeLimits& l, uint32_t header) {
   if (l.entry_size < header) return 0;
   return std::min({l.max_sge, (l.entry_size - header) / uint32_t{sizeof(burst_shm_sge)},
-                   uint32_t{BURST_SHM_MAX_SGE}});
+                   uint32_t{BURST_MAX_SGE}});
 }
 uint32_t InlineRoom(const WqeLimits& l) {
   if (l.entry_size < BURST_SHM_SEND_WQE_PAYLOAD) return 0;
   return std::min(
-      {l.max_inline, l.entry_size - BURST_SHM_SEND_WQE_PAYLOAD, uint32_t{BURST_SHM_MAX_INLINE}});
+      {l.max_inline, l.entry_size - BURST_SHM_SEND_WQE_PAYLOAD, uint32_t{BURST_MAX_INLINE_DATA}});
 }
 
 // Reads n SGEs from `src` into `dst`; false when their total length is too large.
@@ -40,7 +40,7 @@ bool ReadSges(const uint8_t* src, uint32_t n, core::Sge* dst) {
     dst[i] = core::Sge{s.addr, s.length, s.lkey};
     total += s.length;
   }
-  return total <= kMaxMessageBytes;
+  return total <= BURST_MAX_MSG_SIZE;
 }
 
 void WriteSges(const core::Sge* src, uint32_t n, uint8_t* dst) {

@@ -18,17 +18,12 @@
 
 namespace burst::shm {
 
-static_assert(BURST_SHM_MAX_SGE == burst::core::kMaxSge, "ABI and core agree on SGEs per WR");
-
 // Private limits of one queue, recorded by burstd when it created the ring.
 struct WqeLimits {
   uint32_t entry_size = 0;  // bytes of one entry (RingGeometry::entry_size)
   uint32_t max_sge = 0;     // SGEs allowed per work request
   uint32_t max_inline = 0;  // inline bytes allowed per send WQE (0: no inline)
 };
-
-// Largest message IBA allows (2^31 bytes); also bounds the sum of SGE lengths.
-inline constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 31;
 
 struct DecodedSendWqe {
   core::SendWr wr;                       // ud.ah is not filled: resolve ah_handle
@@ -39,7 +34,7 @@ struct DecodedSendWqe {
 
 // burstd: decodes one SQ entry copy of limits.entry_size bytes. kInvalid on
 // an unknown opcode or flag, too many SGEs, inline data too long or with an
-// opcode that cannot carry it, or a total length above kMaxMessageBytes.
+// opcode that cannot carry it, or a total length above BURST_MAX_MSG_SIZE.
 core::Status DecodeSendWqe(const uint8_t* copy, const WqeLimits& limits, DecodedSendWqe* out);
 
 // burstd: decodes one RQ/SRQ entry copy of limits.entry_size bytes.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "abi/burst_limits.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/reflect_port.h"
 #include "net/gid_table.h"
@@ -36,9 +37,6 @@ class DpdkPort {};
 namespace burst::burstd {
 namespace {
 
-constexpr uint32_t kMaxQpsPerWorker = 1024;
-constexpr uint32_t kMaxCqsPerWorker = 1024;
-constexpr uint32_t kMaxPds = 1u << 12;
 constexpr uint32_t kHandoffSlots = 1024;
 constexpr uint32_t kEthHeader = 14;
 
@@ -58,10 +56,7 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   d->info_.memory_mode = config.memory_mode;
   d->window_pkts_ = config.window_pkts;
   d->info_.workers = config.workers;
-  d->info_.max_qp_per_worker = kMaxQpsPerWorker;
-  d->info_.max_cq_per_worker = kMaxCqsPerWorker;
-  d->info_.max_pd = kMaxPds - 1;  // entry 0 is never a PD
-  d->mrs_ = std::make_unique<core::MrTable>(1u << 16, kMaxPds);
+  d->mrs_ = std::make_unique<core::MrTable>(BURST_MAX_MR, BURST_MAX_PD);
   const bool ok = config.backend == BackendKind::kXdp    ? d->open_xdp(config, error)
                   : config.backend == BackendKind::kDpdk ? d->open_dpdk(config, error)
                                                          : d->open_loopback(config, error);
@@ -83,8 +78,9 @@ core::EngineConfig Device::engine_config(uint32_t w) const {
   ec.port.mac = info_.mac;
   ec.port.gids.assign(info_.gids.begin(), info_.gids.end());
   ec.port.l2_mtu = info_.mtu + kEthHeader;
-  ec.max_qps = kMaxQpsPerWorker;
-  ec.max_cqs = kMaxCqsPerWorker;
+  ec.max_qps = BURST_MAX_QP_PER_WORKER;
+  ec.max_cqs = BURST_MAX_CQ_PER_WORKER;
+  ec.max_srqs = BURST_MAX_SRQ_PER_WORKER;
   ec.qpn_stride = info_.workers;
   ec.qpn_offset = w;
   ec.window_pkts = window_pkts_;

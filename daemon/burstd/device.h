@@ -57,10 +57,7 @@ struct DeviceInfo {
   std::string dpdk_driver;  // dpdk: the PMD ("net_af_packet", "net_memif", ...)
   std::string notes;        // fallbacks the backend chose at open, "" if none
   std::vector<std::vector<uint32_t>> worker_queues;  // queue ids per worker
-  // Limits.
-  uint32_t max_qp_per_worker = 0;
-  uint32_t max_cq_per_worker = 0;
-  uint32_t max_pd = 0;
+  // The device limits are abi/burst_limits.h.
 };
 
 class Device {

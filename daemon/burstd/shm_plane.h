@@ -35,6 +35,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "abi/burst_limits.h"
 #include "core/engine.h"
 #include "core/status.h"
 #include "shm/doorbell.h"
@@ -108,7 +109,7 @@ class ShmCq {
 // Address handles for UD sends, device-wide. Slots never move.
 class AhTable {
  public:
-  static constexpr uint32_t kSlots = 1u << 14;
+  static constexpr uint32_t kSlots = BURST_MAX_AH + 1;  // handle 0 is never an AH
   AhTable();
   // Control thread. 0 when full.
   uint32_t add(uint32_t client, const core::Address& ah);
