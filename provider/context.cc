@@ -334,7 +334,7 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   }
   ctx->vctx.context.num_comp_vectors = 1;
 
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
   // Test hook (never in release packages): die between reserving a doorbell
   // slot and committing it, as a crashing application would.
   if (getenv("BURST_TEST_DIE_IN_DOORBELL") != nullptr) {

@@ -86,11 +86,11 @@ inline std::atomic_ref<uint64_t> Ref(uint64_t* p) { return std::atomic_ref<uint6
 
 }  // namespace db
 
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
 namespace test_hooks {
 // Called by DoorbellProducer::Post after a successful reserve and before the
 // commit, with the reserved position. Tests set it to stop, stall or kill a
-// producer in between. Test builds only.
+// producer in between. Only with BURST_TEST_HOOKS (never in release builds).
 inline std::atomic<void (*)(uint64_t position)> after_doorbell_reserve{nullptr};
 }  // namespace test_hooks
 #endif
@@ -119,7 +119,7 @@ class DoorbellProducer {
     Reservation r;
     const PostResult res = Reserve(&r);
     if (res != PostResult::kOk) return res;
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
     if (auto* hook = test_hooks::after_doorbell_reserve.load(std::memory_order_relaxed)) {
       hook(r.position);
     }

@@ -50,8 +50,10 @@ int main(int argc, char** argv) {
   app.add_option("--lat-out", o.lat_out,
                  "requester: write every message's latency (ns, post to completion), one per "
                  "line, to this file");
-  app.add_option("--loss", o.loss, "loopback only: drop probability per frame (testing builds)")
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  app.add_option("--loss", o.loss, "loopback only: drop probability per frame")
       ->check(CLI::Range(0.0, 0.5));
+#endif
   app.add_option("--netdev", o.netdev, "network backends: the interface to use");
   app.add_option("--workers", o.workers, "network backends: worker threads (one queue each)")
       ->check(CLI::Range(1, 64));

@@ -31,7 +31,7 @@ struct Options {
   uint32_t mtu = 4096;
   bool verify = false;
   std::string lat_out;  // requester: latency samples (ns), one per line
-  double loss = 0;
+  double loss = 0;  // --loss: loopback drop probability (BURST_TEST_HOOKS builds only)
   // Network backends.
   std::string netdev;
   uint32_t workers = 1;

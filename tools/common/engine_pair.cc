@@ -56,11 +56,6 @@ void EnginePair::reg(int side, uint8_t* mem, size_t len, uint32_t access, uint32
         "reg_mr");
 }
 
-void EnginePair::set_faults(int side, const datapath::LoopbackFaults& f) {
-  if (!wire_->set_faults(side, f))
-    throw std::runtime_error("fault injection needs a BURST_TESTING build");
-}
-
 size_t EnginePair::connect_rc(uint32_t access, std::array<uint32_t, 2> srq) {
   QpPair p{};
   for (int i = 0; i < 2; ++i) {
