@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * burst control protocol: clients (burstctl, the verbs provider) <-> burstd over
  * a unix SOCK_SEQPACKET socket. One message per request and one per response;

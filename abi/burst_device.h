@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What a burst device looks like to libibverbs: the names and constants shared
  * by whoever describes the device in sysfs (burstctl run's private tree today,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * burst device limits (the rxe_param.h of burst): every limit of a burst
  * device, defined once. burstd enforces them and reports them in HELLO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libburst-shim.so: what libibverbs expects the kernel to do with completion
  * channels, done in the application's process. Shared by the shim, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * burst shared-memory ABI: everything that lives in memory shared between an
  * application process (the verbs provider) and burstd. Plain C11 (also valid

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Engine construction, object tables (QPs, CQs), posting work requests,
 // completions and the error state.
 #include "core/engine.h"

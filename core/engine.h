@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The transport of one worker: owns its QPs and CQs, never locks, never
 // allocates on the fast path, never logs per packet.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Protection domains and memory regions of one device.
 //
 // Threading contract: the table is written by the control plane (alloc/dealloc

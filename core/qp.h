@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Per-QP state of the transport, in plain structs: the send queue with the
 // requester/completer state, the receive queue with the responder state, and
 // the attributes set through modify_qp. Every ring is allocated at create_qp;

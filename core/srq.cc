@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Shared receive queues (IBA; the semantics of rdma-core / Linux rxe):
 // the SRQ table, posting, taking a WQE for a QP (responder SEND / SEND_IMM /
 // WRITE_IMM, UD receive), the limit event and the last-WQE event.

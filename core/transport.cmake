@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burst_core: the transport (QPs, CQs, MRs, requester / responder / completer, UD,
 # timers) over the wire format (burst_wire) and the copy engine (burst_copy).
 add_library(burst_core STATIC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Verbs-level types of the transport core. Numeric values match libibverbs
 // (<infiniband/verbs.h>) so the provider and burstd translate by copying, and a
 // static_assert in provider/ checks that they stay equal.

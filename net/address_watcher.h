@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Follows one netdev's addresses and link state through rtnetlink notifications
 // (RTMGRP_LINK, RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR) and keeps its GID table
 // current with kernel semantics (see gid_table.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Destination MAC and source GID for a remote GID, from the kernel's route and
 // neighbour tables (what rdma_cm's address resolution does inside the kernel).
 //

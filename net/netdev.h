@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // What burst needs to know about the netdev it serves: identity, MTU, queue
 // counts, link state and IP addresses (the input of the GID table).
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // rtnetlink through libmnl: a request/reply socket, request builders and
 // parsers of the replies. The builders and parsers are pure (no socket) so the
 // unit tests drive them with hand-made buffers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Contexts (ibv_open_device / ibv_close_device) and the queries a context
 // answers: device attributes, port attributes. GID, P_Key and GUID queries never
 // reach a provider: libibverbs reads them from sysfs.

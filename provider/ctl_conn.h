@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The provider's connection to burstd: one SOCK_SEQPACKET connection per
 // ibv_context, speaking the control protocol of abi/burst_ctl_proto.h.
 // Opened by alloc_context (connect + HELLO), closed by free_context; burstd

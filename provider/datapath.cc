@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The provider's data path on the shared-memory rings of abi/burst_shm_abi.h:
 // ibv_post_send / ibv_post_recv write work requests into the QP's rings and
 // ring the worker's doorbell; ibv_poll_cq reads the CQ ring; ibv_req_notify_cq

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Device discovery: the provider's registration with libibverbs, how a burst
 // device is recognised, and the per-device state read from its sysfs directory.
 #include <endian.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Protection domains and completion queues, created in burstd over the
 // context's control connection. A CQ comes with its ring (a memfd burstd
 // sends with the answer, mapped here; polled in datapath.cc) and, with a

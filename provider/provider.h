@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Internal types of the burst verbs provider (libburst-rdmav34.so), loaded by
 // libibverbs into the application's process. Error convention: errno values,
 // as libibverbs expects (an int verb returns it, a pointer verb sets errno and

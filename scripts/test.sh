@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Sets up and runs every test of burst: the default build (RelWithDebInfo with
 # the test hooks) with all tests, among them release.no_test_hooks (builds the
 # release preset's shipped binaries and checks they carry no test hook), the

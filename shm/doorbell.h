@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The per-worker doorbell queue (struct burst_shm_doorbell): many producers
 // (the provider in every application with a queue on the worker), one
 // consumer (the worker). The protocol, its state diagram, the memory orderings

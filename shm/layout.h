@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Geometry and layout of the shared-memory regions (abi/burst_shm_abi.h):
 // burstd computes a layout and initialises the headers of a region it
 // created; the provider checks the headers of a region it was given before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation of ring entries (burst_shm_send_wqe,
 // burst_shm_recv_wqe, burst_shm_cqe) to and from the core's verbs types.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The burst device that burstd serves: one port on one backend, its workers and
 // the device-wide tables. Built like burst-xfer's network node, long-lived:
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control protocol, server side: one Session per connection, one request in,
 // one response out. Framing and validation (ctl_codec), version negotiation,
 // HELLO-first, then the op handlers: queries (dispatch_query.cc) and resources

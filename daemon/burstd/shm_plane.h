@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The data path between applications and burstd: the shared-memory rings of
 // abi/burst_shm_abi.h joined to the transport Engines.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation helpers of the burst control protocol
 // (abi/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
 // the verbs provider. No dependencies beyond libc; nothing here allocates except

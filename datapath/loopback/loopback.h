@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // In-process datapath: two ports joined by a simulated wire, for tests and for
 // running two engines in one process. With BURST_TEST_HOOKS the wire injects
 // faults (drop, reorder, duplicate, corrupt) from a seeded generator, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Configuration and error type of the AF_XDP backend (XdpPort / XdpQueue).
 #pragma once
 

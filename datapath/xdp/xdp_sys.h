@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // System helpers of the AF_XDP backend: capabilities, process identity, UMEM
 // memory, libbpf log capture. Control plane only. (The netdev is queried by the
 // caller through net/ and handed over in XdpConfig::netdev_info.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The control protocol without a socket: encode/decode and validation in
 // ctl_codec, and burstd's Dispatcher fed directly (bad lengths, unknown ops,
 // wrong versions, random bytes: error responses, never a crash), resources with

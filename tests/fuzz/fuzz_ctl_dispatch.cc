@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libFuzzer target for burstd's control plane: the Dispatcher (framing,
 // HELLO-first, versions, descriptor rules, revocation) and the Resources
 // handlers behind it, over one loopback Device kept across inputs. Each input

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The provider's data path against one loopback burstd (the port hears its own
 # frames) in a private namespace, with verbs_data_probe (plain libibverbs):
 #   - remote access rules (no REMOTE_WRITE / REMOTE_READ, wrong rkey ->

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libburst-shim.so (provider/shim) without libibverbs: this test links the
 // shim, so its write() and close() interpose on libc's exactly as under
 // LD_PRELOAD, and issues the write() libibverbs 44 issues for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The burst-owned sysfs tree (tools/burstctl/sysfs_tree) and the shared device
 // constants (abi/burst_device.h), without root or RDMA packages.
 #include "tools/burstctl/sysfs_tree.h"

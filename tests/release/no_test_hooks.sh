@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Builds what the release preset ships (the verbs provider, the completion-channel
 # shim, burstd, burstctl, burst-xfer) into BUILD_DIR and checks that none of them
 # contains a test hook: every string the hooks of a BURST_TEST_HOOKS build put into

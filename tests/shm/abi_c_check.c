@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Compiles every header of abi/ as strict C11 (their static assertions run
  * here too) and reports the C view of the shared-memory layout to the C++ test
  * (layout_test.cc). */

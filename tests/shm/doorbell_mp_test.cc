@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Doorbell queue with real concurrency: producer threads, producer processes
 // on a memfd, a producer killed with SIGKILL between reserve and commit while
 // others keep posting, and a stalled producer that commits after its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Region layout, header checks on the provider side, and the memfd region
 // (sealing, mapping in a second place).
 #include "shm/layout.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // WQE and CQE encoding, and burstd's validation of entries written by the
 // application: every malformed field is rejected, random entries never make
 // the decoder read outside the entry (exact-size heap buffer under ASan).

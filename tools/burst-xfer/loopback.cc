@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer --backend loopback: requester and responder engines in this
 // process, joined by the loopback datapath, driven from one thread.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer: perftest-style RDMA transfers over the burst transport, run
 // in-process (no daemon): the demo and the native benchmark tool.
 //   --backend loopback: both peers in this process on the loopback datapath.

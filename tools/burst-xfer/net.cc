@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer over a network backend (AF_XDP or DPDK, net_port.h): one peer per host.
 //
 //   server: burst-xfer --backend xdp --netdev IF [--workers N]

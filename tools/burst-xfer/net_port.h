@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The port under burst-xfer's network mode, whichever backend carries it:
 // AF_XDP on a netdev (net_xdp.cc) or a DPDK ethdev (net_dpdk.cc). Node (net.cc)
 // sees only this interface; each worker gets a WorkerLoop, which owns that

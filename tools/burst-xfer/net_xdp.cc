@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer's AF_XDP port: the roce_steer program on --netdev and one
 // XdpQueue per RX queue (RSS spreads frames over all of them), worker w
 // serving queues w, w + N, ...

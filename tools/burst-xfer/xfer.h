@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burst-xfer building blocks shared by the loopback and network modes: the
 // options, the data patterns, and the per-QP requester and responder that post
 // work requests and check completions on one Engine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstctl run: makes a burst device visible to an unmodified verbs application
 // on a kernel without RDMA support, then runs the application.
 //

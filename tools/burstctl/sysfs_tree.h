@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // A burst-owned sysfs tree: what libibverbs reads (through SYSFS_PATH) to find
 // a burst device on a kernel without RDMA support. The layout is described in
 // abi/burst_device.h; this writes it from a netdev's state, with the GID

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Two transport engines joined by the loopback datapath, driven from one thread:
 // the harness of the engine-pair tests (on a virtual clock, which makes
 // retransmit and RNR timers deterministic and lets a 5%-loss run finish in

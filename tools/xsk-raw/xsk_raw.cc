@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // xsk-raw: sends or receives raw RoCEv2-shaped frames (Ethernet / IPv4 /
 // UDP 4791 / dummy BTH / payload / zero ICRC) through the AF_XDP backend for a
 // bounded time and prints frames, pps and Gbit/s (L2 bytes without FCS,

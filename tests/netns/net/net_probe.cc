@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // net_probe: drives net/ from the shell for tests/netns/net/net_test.sh.
 // Prints one JSON object per line.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Request builders and reply parsers of net/rtnl against hand-made
 // netlink buffers (nl_test_util.h), plus read-only queries of the test's own
 // network namespace (no privilege, nothing configured).
