@@ -258,6 +258,7 @@ struct burst_shm_send_wqe {
   uint32_t remote_qkey;  /* UD */
 };
 #define BURST_SHM_SEND_WQE_PAYLOAD 64 /* offset of the payload area */
+#define BURST_SHM_SEND_INLINE 0x8u    /* IBV_SEND_INLINE in send_flags: the payload is data */
 
 /* Receive queue (RQ, SRQ) entry: this 16-byte header, then num_sge SGEs. */
 struct burst_shm_recv_wqe {
