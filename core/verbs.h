@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Verbs-level types of the transport core. Numeric values match libibverbs
 // (<infiniband/verbs.h>) so the provider and burstd translate by copying, and a
 // static_assert in provider/ checks that they stay equal.
@@ -6,8 +5,6 @@
 
 #include <array>
 #include <cstdint>
-
-#include "abi/burst_limits.h"
 
 namespace burst::core {
 
@@ -115,7 +112,7 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-constexpr uint32_t kMaxSge = BURST_MAX_SGE;  // device limit: SGEs per WR
+constexpr uint32_t kMaxSge = 16;
 
 struct SendWr {
   uint64_t wr_id = 0;

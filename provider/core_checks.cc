@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The transport core's verbs-level types carry libibverbs' numeric values
 // (core/verbs.h), so the provider and burstd translate by copying. Checked here,
 // where both definitions are visible. No code.

@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// The provider's data path on the shared-memory rings of abi/burst_shm_abi.h:
+// The provider's data path on the shared-memory rings of shm/burst_shm_abi.h:
 // ibv_post_send / ibv_post_recv write work requests into the QP's rings and
 // ring the worker's doorbell; ibv_poll_cq reads the CQ ring; ibv_req_notify_cq
 // bumps the ring's arm sequence. None of them makes a system call.
@@ -22,9 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "abi/burst_shim.h"
 #include "provider/provider.h"
-#include "shm/wqe_encode.h"
+#include "provider/shim/burst_shim.h"
 
 namespace burst::provider {
 namespace {
@@ -168,10 +166,8 @@ bool send_opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
 
 constexpr unsigned kKnownSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
-static_assert(IBV_SEND_INLINE == BURST_SHM_SEND_INLINE);
 
-// Translates one send WR into the ring's terms and writes it into entry with
-// the shared encoder (shm/wqe_encode.h); an errno value on a bad WR.
+// Writes one send WR into entry (entry_size bytes); an errno value on a bad WR.
 int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
   const ibv_qp& q = qp->vqp.qp;
   if (!send_opcode_ok(q.qp_type, wr->opcode)) return EINVAL;
@@ -207,12 +203,30 @@ int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
     w.remote_addr = wr->wr.rdma.remote_addr;
     w.rkey = wr->wr.rdma.rkey;
   }
-  // With IBV_SEND_INLINE the bytes are copied now: the application may reuse
-  // its buffers on return.
-  const shm::WqeLimits limits{qp->sq.entry_size(), qp->max_send_sge, qp->max_inline};
-  return shm::EncodeSendWqe(w, wr->sg_list, static_cast<uint32_t>(wr->num_sge), limits, entry)
-             ? 0
-             : EINVAL;
+  uint8_t* payload = entry + BURST_SHM_SEND_WQE_PAYLOAD;
+  if (wr->send_flags & IBV_SEND_INLINE) {
+    // The bytes are copied now: the application may reuse its buffers on return.
+    uint32_t total = 0;
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const ibv_sge& s = wr->sg_list[i];
+      if (s.length > qp->max_inline - total) return EINVAL;
+      if (s.length != 0) {
+        memcpy(payload + total, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.addr)),
+               s.length);
+      }
+      total += s.length;
+    }
+    w.inline_len = total;
+    w.num_sge = 0;
+  } else {
+    w.num_sge = static_cast<uint16_t>(wr->num_sge);
+    for (int i = 0; i < wr->num_sge; ++i) {
+      const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      memcpy(payload + i * sizeof(s), &s, sizeof(s));
+    }
+  }
+  memcpy(entry, &w, sizeof(w));
+  return 0;
 }
 
 void ring_doorbell(const Doorbell* db, burst_shm_db_kind kind, uint32_t handle, uint32_t index) {
@@ -232,14 +246,18 @@ void ring_doorbell(const Doorbell* db, burst_shm_db_kind kind, uint32_t handle, 
   }
 }
 
-// Writes a receive WR into entry (shm/wqe_encode.h); EINVAL when it has more
-// SGEs than the queue takes.
-int encode_recv(const ibv_recv_wr* wr, const shm::WqeLimits& limits, uint8_t* entry) {
-  if (wr->num_sge < 0) return EINVAL;
-  return shm::EncodeRecvWqe(wr->wr_id, wr->sg_list, static_cast<uint32_t>(wr->num_sge), limits,
-                            entry)
-             ? 0
-             : EINVAL;
+// Writes a receive WR into entry; EINVAL when it has too many SGEs.
+int encode_recv(const ibv_recv_wr* wr, uint32_t max_sge, uint8_t* entry) {
+  if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge) return EINVAL;
+  burst_shm_recv_wqe w{};
+  w.wr_id = wr->wr_id;
+  w.num_sge = static_cast<uint32_t>(wr->num_sge);
+  memcpy(entry, &w, sizeof(w));
+  for (int i = 0; i < wr->num_sge; ++i) {
+    const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    memcpy(entry + BURST_SHM_RECV_WQE_PAYLOAD + i * sizeof(s), &s, sizeof(s));
+  }
+  return 0;
 }
 
 }  // namespace
@@ -528,7 +546,6 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   int err = 0;
   uint32_t count = 0, room = 0;
-  const shm::WqeLimits limits{qp->rq.entry_size(), qp->max_recv_sge, 0};
   pthread_spin_lock(&qp->rq_lock);
   for (; wr != nullptr; wr = wr->next) {
     if (count == room) {
@@ -538,7 +555,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         break;
       }
     }
-    err = encode_recv(wr, limits, qp->rq.Entry(count));
+    err = encode_recv(wr, qp->max_recv_sge, qp->rq.Entry(count));
     if (err != 0) break;
     ++count;
   }
@@ -656,7 +673,6 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   int err = 0;
   uint32_t count = 0, room = 0;
-  const shm::WqeLimits limits{srq->ring.entry_size(), srq->max_sge, 0};
   pthread_spin_lock(&srq->lock);
   for (; wr != nullptr; wr = wr->next) {
     if (count == room) {
@@ -666,7 +682,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         break;
       }
     }
-    err = encode_recv(wr, limits, srq->ring.Entry(count));
+    err = encode_recv(wr, srq->max_sge, srq->ring.Entry(count));
     if (err != 0) break;
     ++count;
   }

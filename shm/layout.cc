@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "shm/layout.h"
 
 #include <cstring>
@@ -16,7 +15,7 @@ core::Status LayoutRings(std::span<const RingSpec> rings, RegionLayout* out) {
   RegionLayout l;
   uint64_t off = sizeof(burst_shm_region);
   for (const RingSpec& r : rings) {
-    if (!r.geom.valid() || r.max_sge > BURST_MAX_SGE || r.max_inline > BURST_MAX_INLINE_DATA) {
+    if (!r.geom.valid() || r.max_sge > BURST_SHM_MAX_SGE || r.max_inline > BURST_SHM_MAX_INLINE) {
       return core::Errc::kInvalid;
     }
     l.part_offset[l.num_parts++] = off;
@@ -115,7 +114,7 @@ core::Status CheckRing(const void* base, uint64_t mapped_size, uint64_t ring_off
   const RingGeometry g{r.log2_entries, r.entry_size};
   if (r.magic != BURST_SHM_RING_MAGIC || r.abi_version != BURST_SHM_ABI_VERSION || r.kind != kind ||
       !g.valid() || r.num_entries != g.entries() || r.entries_offset != kRingEntriesOffset ||
-      r.max_sge > BURST_MAX_SGE || r.max_inline > BURST_MAX_INLINE_DATA) {
+      r.max_sge > BURST_SHM_MAX_SGE || r.max_inline > BURST_SHM_MAX_INLINE) {
     return core::Errc::kInvalid;
   }
   if (mapped_size - ring_offset < RingBytes(g)) return core::Errc::kInvalid;

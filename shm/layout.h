@@ -1,5 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-// Geometry and layout of the shared-memory regions (abi/burst_shm_abi.h):
+// Geometry and layout of the shared-memory regions (shm/burst_shm_abi.h):
 // burstd computes a layout and initialises the headers of a region it
 // created; the provider checks the headers of a region it was given before
 // using them. Neither side ever follows a pointer stored in shared memory.
@@ -9,7 +8,7 @@
 #include <span>
 
 #include "core/status.h"
-#include "abi/burst_shm_abi.h"
+#include "shm/burst_shm_abi.h"
 
 namespace burst::shm {
 
@@ -49,12 +48,12 @@ constexpr uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a;
 
 // Entry sizes; 0 when the request exceeds the ABI limits.
 constexpr uint32_t SendEntrySize(uint32_t max_sge, uint32_t max_inline) {
-  if (max_sge > BURST_MAX_SGE || max_inline > BURST_MAX_INLINE_DATA) return 0;
+  if (max_sge > BURST_SHM_MAX_SGE || max_inline > BURST_SHM_MAX_INLINE) return 0;
   const uint32_t payload = max_sge * 16 > max_inline ? max_sge * 16 : max_inline;
   return RoundUpPow2(BURST_SHM_SEND_WQE_PAYLOAD + (payload == 0 ? 16 : payload));
 }
 constexpr uint32_t RecvEntrySize(uint32_t max_sge) {
-  if (max_sge > BURST_MAX_SGE) return 0;
+  if (max_sge > BURST_SHM_MAX_SGE) return 0;
   return RoundUpPow2(BURST_SHM_RECV_WQE_PAYLOAD + (max_sge == 0 ? 1 : max_sge) * 16);
 }
 inline constexpr uint32_t kCqEntrySize = sizeof(burst_shm_cqe);

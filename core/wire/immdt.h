@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Immediate Data Extended Transport Header (IBA 9.3.7).
 #pragma once
 

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // RDMA Extended Transport Header (IBA 9.3.3): virtual address, R_Key, DMA length.
 #pragma once
 

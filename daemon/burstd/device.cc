@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/device.h"
 
 #include <arpa/inet.h>
@@ -6,12 +5,11 @@
 
 #include <algorithm>
 
-#include "abi/burst_limits.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/reflect_port.h"
-#include "net/gid_table.h"
-#include "net/netdev.h"
-#include "net/neigh.h"
+#include "daemon/net/gid_table.h"
+#include "daemon/net/netdev.h"
+#include "daemon/net/neigh.h"
 #include "datapath/arp_agent.h"
 #include "datapath/queue_set.h"
 
@@ -38,6 +36,9 @@ class DpdkPort {};
 namespace burst::burstd {
 namespace {
 
+constexpr uint32_t kMaxQpsPerWorker = 1024;
+constexpr uint32_t kMaxCqsPerWorker = 1024;
+constexpr uint32_t kMaxPds = 1u << 12;
 constexpr uint32_t kHandoffSlots = 1024;
 constexpr uint32_t kEthHeader = 14;
 
@@ -57,7 +58,10 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   d->info_.memory_mode = config.memory_mode;
   d->window_pkts_ = config.window_pkts;
   d->info_.workers = config.workers;
-  d->mrs_ = std::make_unique<core::MrTable>(BURST_MAX_MR, BURST_MAX_PD);
+  d->info_.max_qp_per_worker = kMaxQpsPerWorker;
+  d->info_.max_cq_per_worker = kMaxCqsPerWorker;
+  d->info_.max_pd = kMaxPds - 1;  // entry 0 is never a PD
+  d->mrs_ = std::make_unique<core::MrTable>(1u << 16, kMaxPds);
   const bool ok = config.backend == BackendKind::kXdp    ? d->open_xdp(config, error)
                   : config.backend == BackendKind::kDpdk ? d->open_dpdk(config, error)
                                                          : d->open_loopback(config, error);
@@ -79,9 +83,8 @@ core::EngineConfig Device::engine_config(uint32_t w) const {
   ec.port.mac = info_.mac;
   ec.port.gids.assign(info_.gids.begin(), info_.gids.end());
   ec.port.l2_mtu = info_.mtu + kEthHeader;
-  ec.max_qps = BURST_MAX_QP_PER_WORKER;
-  ec.max_cqs = BURST_MAX_CQ_PER_WORKER;
-  ec.max_srqs = BURST_MAX_SRQ_PER_WORKER;
+  ec.max_qps = kMaxQpsPerWorker;
+  ec.max_cqs = kMaxCqsPerWorker;
   ec.qpn_stride = info_.workers;
   ec.qpn_offset = w;
   ec.window_pkts = window_pkts_;
@@ -148,7 +151,6 @@ bool Device::open_xdp(const Config& config, std::string* error) {
 
   datapath::XdpConfig xc;
   xc.netdev = config.netdev;
-  xc.netdev_info = {static_cast<int>(nd.ifindex), nd.mtu, nd.rx_queues, nd.max_queues};
   xc.num_frames = config.xdp_frames;
   xc.xdp_mode = config.xdp_mode == XdpMode::kNative    ? datapath::XdpAttachMode::kNative
                 : config.xdp_mode == XdpMode::kGeneric ? datapath::XdpAttachMode::kGeneric

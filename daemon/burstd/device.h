@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The burst device that burstd serves: one port on one backend, its workers and
 // the device-wide tables. Built like burst-xfer's network node, long-lived:
 //
@@ -29,7 +28,7 @@
 #include "core/worker.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/worker.h"
-#include "net/addr.h"
+#include "daemon/net/addr.h"
 
 namespace burst::datapath {
 class XdpPort;
@@ -58,7 +57,10 @@ struct DeviceInfo {
   std::string dpdk_driver;  // dpdk: the PMD ("net_af_packet", "net_memif", ...)
   std::string notes;        // fallbacks the backend chose at open, "" if none
   std::vector<std::vector<uint32_t>> worker_queues;  // queue ids per worker
-  // The device limits are abi/burst_limits.h.
+  // Limits.
+  uint32_t max_qp_per_worker = 0;
+  uint32_t max_cq_per_worker = 0;
+  uint32_t max_pd = 0;
 };
 
 class Device {

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The loopback backend of burstd: one in-process LoopbackWire per worker whose
 // far end sends every frame straight back, so the port receives what it
 // transmits, like a NIC port in loopback mode. QPs of one burstd can be

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Worker threads of burstd. Each worker owns one transport Engine, its datapath
 // queues and the core::Worker poll loop joining them; every call into that
 // Engine (datapath and control) runs on the worker's thread. The control thread

@@ -1,6 +1,5 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation helpers of the burst control protocol
-// (abi/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
+// (daemon/ctl/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
 // the verbs provider. No dependencies beyond libc; nothing here allocates except
 // the string helpers.
 #pragma once
@@ -10,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "abi/burst_ctl_proto.h"
+#include "daemon/ctl/burst_ctl_proto.h"
 
 namespace burst::ctl {
 

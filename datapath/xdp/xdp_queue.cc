@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "datapath/xdp/xdp_queue.h"
 
 #include <bpf/bpf.h>

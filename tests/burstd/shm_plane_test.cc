@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // ShmPlane against hostile shared memory: an application owns every byte of its
 // rings and of the doorbell page, so each test writes what a broken or
 // malicious one could and checks that only its QP suffers (error state, the

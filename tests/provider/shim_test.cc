@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libburst-shim.so (provider/shim) without libibverbs: this test links the
 // shim, so its write() and close() interpose on libc's exactly as under
 // LD_PRELOAD, and issues the write() libibverbs 44 issues for
@@ -25,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "abi/burst_device.h"
-#include "abi/burst_shim.h"
+#include "provider/burst_device.h"
+#include "provider/shim/burst_shim.h"
 
 namespace {
 

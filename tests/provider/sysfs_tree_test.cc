@@ -1,6 +1,5 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The burst-owned sysfs tree (tools/burstctl/sysfs_tree) and the shared device
-// constants (abi/burst_device.h), without root or RDMA packages.
+// constants (provider/burst_device.h), without root or RDMA packages.
 #include "tools/burstctl/sysfs_tree.h"
 
 #include <arpa/inet.h>
@@ -15,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "abi/burst_device.h"
+#include "provider/burst_device.h"
 
 namespace burst::tools {
 namespace {

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Doorbell queue with real concurrency: producer threads, producer processes
 // on a memfd, a producer killed with SIGKILL between reserve and commit while
 // others keep posting, and a stalled producer that commits after its
@@ -147,7 +146,6 @@ TEST(ShmDoorbellMp, ProducerProcesses) {
 }
 
 // ---- hooks for the children that stop between reserve and commit ----------
-#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
 
 int g_hook_report_fd = -1;  // the hook writes the reserved position here
 int g_hook_wait_fd = -1;    // then waits for a byte here (-1: waits forever)
@@ -354,12 +352,6 @@ TEST(ShmDoorbellMp, SlowProducerCommitsAfterReclaim) {
   EXPECT_EQ(t.total, kEach + 1);
   EXPECT_GE(cons.stats().reclaimed, 1u);
 }
-#else
-constexpr const char* kNeedsHooks =
-    "needs the doorbell test hook (cmake -DBURST_TEST_HOOKS=ON, as the default preset)";
-TEST(ShmDoorbellMp, ProducerKilledBetweenReserveAndCommit) { GTEST_SKIP() << kNeedsHooks; }
-TEST(ShmDoorbellMp, SlowProducerCommitsAfterReclaim) { GTEST_SKIP() << kNeedsHooks; }
-#endif
 
 }  // namespace
 }  // namespace burst::shm

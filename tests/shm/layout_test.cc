@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Region layout, header checks on the provider side, and the memfd region
 // (sealing, mapping in a second place).
 #include "shm/layout.h"
@@ -12,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "abi/burst_shm_abi.h"
+#include "shm/burst_shm_abi.h"
 #include "shm/region.h"
 #include "shm/spsc_ring.h"
 
@@ -38,9 +37,9 @@ TEST(ShmLayout, EntrySizes) {
   EXPECT_EQ(SendEntrySize(4, 0), 128u);    // 64 + 64
   EXPECT_EQ(SendEntrySize(4, 100), 256u);  // 64 + 100 -> 256
   EXPECT_EQ(SendEntrySize(16, 0), 512u);   // 64 + 256 -> 512
-  EXPECT_EQ(SendEntrySize(2, BURST_MAX_INLINE_DATA), 1024u);
+  EXPECT_EQ(SendEntrySize(2, BURST_SHM_MAX_INLINE), 1024u);
   EXPECT_EQ(SendEntrySize(17, 0), 0u);
-  EXPECT_EQ(SendEntrySize(1, BURST_MAX_INLINE_DATA + 1), 0u);
+  EXPECT_EQ(SendEntrySize(1, BURST_SHM_MAX_INLINE + 1), 0u);
   EXPECT_EQ(RecvEntrySize(1), 32u);
   EXPECT_EQ(RecvEntrySize(4), 128u);  // 16 + 64 -> 128
   EXPECT_EQ(RecvEntrySize(16), 512u);

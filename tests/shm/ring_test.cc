@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // SPSC rings: wrap-around, full/empty, indices across the uint32 wrap, faults
 // on corrupted shared indices, garbage in the shared header (exact-size heap
 // region: ASan flags any access outside it), and a producer in another process.

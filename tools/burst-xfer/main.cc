@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer: perftest-style RDMA transfers over the burst transport, run
 // in-process (no daemon): the demo and the native benchmark tool.
 //   --backend loopback: both peers in this process on the loopback datapath.
@@ -51,10 +50,8 @@ int main(int argc, char** argv) {
   app.add_option("--lat-out", o.lat_out,
                  "requester: write every message's latency (ns, post to completion), one per "
                  "line, to this file");
-#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
-  app.add_option("--loss", o.loss, "loopback only: drop probability per frame")
+  app.add_option("--loss", o.loss, "loopback only: drop probability per frame (testing builds)")
       ->check(CLI::Range(0.0, 0.5));
-#endif
   app.add_option("--netdev", o.netdev, "network backends: the interface to use");
   app.add_option("--workers", o.workers, "network backends: worker threads (one queue each)")
       ->check(CLI::Range(1, 64));

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer over a network backend (AF_XDP or DPDK, net_port.h): one peer per host.
 //
 //   server: burst-xfer --backend xdp --netdev IF [--workers N]
@@ -30,10 +29,10 @@
 #include "core/engine.h"
 #include "core/mr.h"
 #include "core/worker.h"
-#include "net/addr.h"
-#include "net/gid_table.h"
-#include "net/neigh.h"
-#include "net/netdev.h"
+#include "daemon/net/addr.h"
+#include "daemon/net/gid_table.h"
+#include "daemon/net/neigh.h"
+#include "daemon/net/netdev.h"
 #include "tools/burst-xfer/net_port.h"
 #include "tools/burst-xfer/perftest_compat.h"
 #include "tools/burst-xfer/sidechannel.h"
@@ -142,7 +141,7 @@ void Node::open_datapath() {
   if (o_.backend == "dpdk") port_ = open_dpdk_port(o_, o_.netdev, nd_.mtu);
 #endif
 #ifdef BURST_XFER_WITH_XDP
-  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_);
+  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_.rx_queues);
 #endif
   if (!port_) fail("backend " + o_.backend + " is not built into this burst-xfer");
   if (o_.netdev.empty()) nd_.mac = port_->mac();

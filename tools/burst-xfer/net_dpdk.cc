@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer's DPDK port: one ethdev (--dpdk-port devargs, or net_af_packet on
 // --netdev), worker w on RX/TX queue pair w. Without a kernel netdev (memif,
 // tap user side, PCI) the ArpAgent answers ARP for --address; Node exchanges

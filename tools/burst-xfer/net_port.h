@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The port under burst-xfer's network mode, whichever backend carries it:
 // AF_XDP on a netdev (net_xdp.cc) or a DPDK ethdev (net_dpdk.cc). Node (net.cc)
 // sees only this interface; each worker gets a WorkerLoop, which owns that
@@ -12,8 +11,7 @@
 
 #include "core/engine.h"
 #include "core/worker.h"
-#include "net/addr.h"
-#include "net/netdev.h"
+#include "daemon/net/addr.h"
 #include "datapath/queue_set.h"
 #include "tools/burst-xfer/xfer.h"
 
@@ -51,7 +49,7 @@ class NetPort {
 // Both throw std::runtime_error with a message that names the fix. For DPDK,
 // `netdev` is the kernel netdev behind the port ("" when there is none: then
 // the port answers ARP for --address itself) and `mtu` its L3 MTU.
-std::unique_ptr<NetPort> open_xdp_port(const Options& o, const net::NetdevInfo& nd);
+std::unique_ptr<NetPort> open_xdp_port(const Options& o, uint32_t netdev_rx_queues);
 std::unique_ptr<NetPort> open_dpdk_port(const Options& o, const std::string& netdev,
                                         uint32_t mtu);
 

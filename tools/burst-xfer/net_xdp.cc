@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer's AF_XDP port: the roce_steer program on --netdev and one
 // XdpQueue per RX queue (RSS spreads frames over all of them), worker w
 // serving queues w, w + N, ...
@@ -14,11 +13,9 @@ namespace {
 
 class XdpNetPort final : public NetPort {
  public:
-  explicit XdpNetPort(const Options& o, const net::NetdevInfo& nd) {
-    const uint32_t rx_queues = nd.rx_queues;
+  explicit XdpNetPort(const Options& o, uint32_t rx_queues) {
     datapath::XdpConfig cfg;
     cfg.netdev = o.netdev;
-    cfg.netdev_info = {static_cast<int>(nd.ifindex), nd.mtu, nd.rx_queues, nd.max_queues};
     cfg.num_frames = o.frames;
     cfg.xdp_mode = o.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
                    : o.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
@@ -73,8 +70,8 @@ class XdpNetPort final : public NetPort {
 
 }  // namespace
 
-std::unique_ptr<NetPort> open_xdp_port(const Options& o, const net::NetdevInfo& nd) {
-  return std::make_unique<XdpNetPort>(o, nd);
+std::unique_ptr<NetPort> open_xdp_port(const Options& o, uint32_t netdev_rx_queues) {
+  return std::make_unique<XdpNetPort>(o, netdev_rx_queues);
 }
 
 }  // namespace burst::tools

@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/gid_table.h"
+#include "daemon/net/gid_table.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>

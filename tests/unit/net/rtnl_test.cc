@@ -1,8 +1,7 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// Request builders and reply parsers of net/rtnl against hand-made
+// Request builders and reply parsers of daemon/net/rtnl against hand-made
 // netlink buffers (nl_test_util.h), plus read-only queries of the test's own
 // network namespace (no privilege, nothing configured).
-#include "net/rtnl.h"
+#include "daemon/net/rtnl.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>
@@ -15,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/netdev.h"
+#include "daemon/net/netdev.h"
 #include "tests/unit/net/nl_test_util.h"
 
 namespace burst::net {

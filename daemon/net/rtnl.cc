@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/rtnl.h"
+#include "daemon/net/rtnl.h"
 
 #include <fcntl.h>
 #include <libmnl/libmnl.h>

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // What burst needs to know about the netdev it serves: identity, MTU, queue
 // counts, link state and IP addresses (the input of the GID table).
 #pragma once
@@ -7,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "net/addr.h"
-#include "net/status.h"
+#include "daemon/net/addr.h"
+#include "daemon/net/status.h"
 
 namespace burst::net {
 
@@ -33,10 +32,6 @@ struct NetdevInfo {
   uint8_t operstate = 0;   // IF_OPER_* (RFC 2863)
   uint32_t rx_queues = 0;  // active queues: ethtool channels (rx + combined) when the
   uint32_t tx_queues = 0;  // driver reports them, else the allocated count from rtnetlink
-  // The most RX queues the device can be configured to (what an XSKMAP indexed
-  // by rx_queue_index must hold): ethtool's largest maximum channel count, else
-  // the allocated count from rtnetlink; never below rx_queues.
-  uint32_t max_queues = 0;
   bool queues_from_ethtool = false;
   // In the kernel's order (the order of its address lists, as rtnetlink dumps them):
   // IPv4 primary addresses before their secondaries; IPv6 global scope before
@@ -49,7 +44,7 @@ struct NetdevInfo {
 const char* operstate_name(uint8_t operstate);
 
 // Reads the netdev in the caller's network namespace. Errors: ENODEV
-// ("netdev 'NAME' not found in this network namespace: ..." with the fix), EINVAL (empty or
+// ("netdev 'NAME' not found in this network namespace"), EINVAL (empty or
 // over-long name), and the socket's errno otherwise (EPERM/EACCES when a
 // seccomp or LSM policy forbids netlink). Needs no privilege.
 Status query_netdev(const std::string& ifname, NetdevInfo* out);

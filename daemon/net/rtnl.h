@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // rtnetlink through libmnl: a request/reply socket, request builders and
 // parsers of the replies. The builders and parsers are pure (no socket) so the
 // unit tests drive them with hand-made buffers.
@@ -14,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "net/addr.h"
-#include "net/status.h"
+#include "daemon/net/addr.h"
+#include "daemon/net/status.h"
 
 struct mnl_socket;
 

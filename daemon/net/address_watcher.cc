@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/address_watcher.h"
+#include "daemon/net/address_watcher.h"
 
 #include <linux/rtnetlink.h>
 

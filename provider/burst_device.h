@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * What a burst device looks like to libibverbs: the names and constants shared
  * by whoever describes the device in sysfs (burstctl run's private tree today,
@@ -33,8 +32,8 @@
  *
  * C-compatible; needs no RDMA headers.
  */
-#ifndef BURST_ABI_BURST_DEVICE_H_
-#define BURST_ABI_BURST_DEVICE_H_
+#ifndef BURST_PROVIDER_BURST_DEVICE_H_
+#define BURST_PROVIDER_BURST_DEVICE_H_
 
 #include <stdint.h>
 
@@ -91,4 +90,4 @@ static inline uint8_t burst_ib_mtu_for_netdev(uint32_t netdev_mtu) {
   return ib_mtu;
 }
 
-#endif /* BURST_ABI_BURST_DEVICE_H_ */
+#endif /* BURST_PROVIDER_BURST_DEVICE_H_ */

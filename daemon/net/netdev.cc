@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/netdev.h"
+#include "daemon/net/netdev.h"
 
 #include <linux/ethtool.h>
 #include <linux/if.h>
@@ -8,11 +7,10 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "net/rtnl.h"
+#include "daemon/net/rtnl.h"
 
 namespace burst::net {
 namespace {
@@ -21,8 +19,7 @@ constexpr int kDumpAttempts = 5;
 
 // Active channel counts through ETHTOOL_GCHANNELS (the ioctl works on any
 // socket of the namespace). False when the driver does not report channels.
-bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx,
-                   uint32_t* max) {
+bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx) {
   struct ethtool_channels ch {};
   ch.cmd = ETHTOOL_GCHANNELS;
   ifreq ifr{};
@@ -34,7 +31,6 @@ bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx
   if (r == 0 || t == 0) return false;
   *rx = r;
   *tx = t;
-  *max = std::max({ch.max_rx, ch.max_tx, ch.max_combined, r});
   return true;
 }
 
@@ -47,10 +43,7 @@ Status get_link(RtnlSocket& rtnl, nlmsghdr* req, const std::string& label, LinkR
       },
       "query netdev " + label);
   if (st.code() == ENODEV) {
-    return Status::Error(ENODEV, "netdev " + label +
-                                     " not found in this network namespace: it does not exist "
-                                     "here (check `ip link`; to run inside a netns use "
-                                     "`nsenter --net=/run/netns/NAME`)");
+    return Status::Error(ENODEV, "netdev " + label + " not found in this network namespace");
   }
   if (!st.ok()) return st;
   if (!found) return Status::Error(EPROTO, "query netdev " + label + ": no link in the reply");
@@ -86,12 +79,11 @@ Status fill(RtnlSocket& rtnl, const LinkRecord& link, NetdevInfo* out) {
   info.mtu = link.mtu;
   info.flags = link.flags;
   info.operstate = link.operstate;
-  if (read_channels(rtnl.fd(), link.name, &info.rx_queues, &info.tx_queues, &info.max_queues)) {
+  if (read_channels(rtnl.fd(), link.name, &info.rx_queues, &info.tx_queues)) {
     info.queues_from_ethtool = true;
   } else {
     info.rx_queues = link.num_rx_queues != 0 ? link.num_rx_queues : 1;
     info.tx_queues = link.num_tx_queues != 0 ? link.num_tx_queues : 1;
-    info.max_queues = info.rx_queues;
   }
   Status st = dump_addrs(rtnl, AF_INET, link.ifindex, &info.ipv4);
   if (!st.ok()) return st;

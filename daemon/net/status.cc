@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/status.h"
+#include "daemon/net/status.h"
 
 #include <cstring>
 

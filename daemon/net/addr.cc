@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/addr.h"
+#include "daemon/net/addr.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>

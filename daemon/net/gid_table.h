@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The GID table of a burst port, filled the way Linux fills it for a RoCE
 // device (drivers/infiniband/core/roce_gid_mgmt.c + cache.c). burst speaks
 // RoCEv2 only, like rxe, so every address gets one entry (a device with RoCE v1
@@ -26,8 +25,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "net/addr.h"
-#include "net/netdev.h"
+#include "daemon/net/addr.h"
+#include "daemon/net/netdev.h"
 
 namespace burst::net {
 

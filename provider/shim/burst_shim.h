@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * libburst-shim.so: what libibverbs expects the kernel to do with completion
  * channels, done in the application's process. Shared by the shim, the
@@ -44,8 +43,8 @@
  *
  * C-compatible; needs no RDMA headers.
  */
-#ifndef BURST_ABI_BURST_SHIM_H_
-#define BURST_ABI_BURST_SHIM_H_
+#ifndef BURST_PROVIDER_SHIM_BURST_SHIM_H_
+#define BURST_PROVIDER_SHIM_BURST_SHIM_H_
 
 #include <stdint.h>
 #include <string.h>
@@ -88,4 +87,4 @@ typedef int (*burst_shim_channel_peer_fn)(int channel_fd);
 static_assert(sizeof(uint64_t) == BURST_SHIM_CQ_EVENT_SIZE, "one u64 per event");
 #endif
 
-#endif /* BURST_ABI_BURST_SHIM_H_ */
+#endif /* BURST_PROVIDER_SHIM_BURST_SHIM_H_ */

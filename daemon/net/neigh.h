@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Destination MAC and source GID for a remote GID, from the kernel's route and
 // neighbour tables (what rdma_cm's address resolution does inside the kernel).
 //
@@ -38,8 +37,8 @@
 
 #include <cstdint>
 
-#include "net/addr.h"
-#include "net/status.h"
+#include "daemon/net/addr.h"
+#include "daemon/net/status.h"
 
 namespace burst::net {
 

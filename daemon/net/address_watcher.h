@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Follows one netdev's addresses and link state through rtnetlink notifications
 // (RTMGRP_LINK, RTMGRP_IPV4_IFADDR, RTMGRP_IPV6_IFADDR) and keeps its GID table
 // current with kernel semantics (see gid_table.h).
@@ -11,10 +10,10 @@
 #include <cstdint>
 #include <string>
 
-#include "net/gid_table.h"
-#include "net/netdev.h"
-#include "net/rtnl.h"
-#include "net/status.h"
+#include "daemon/net/gid_table.h"
+#include "daemon/net/netdev.h"
+#include "daemon/net/rtnl.h"
+#include "daemon/net/status.h"
 
 namespace burst::net {
 

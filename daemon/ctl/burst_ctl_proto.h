@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * burst control protocol: clients (burstctl, the verbs provider) <-> burstd over
  * a unix SOCK_SEQPACKET socket. One message per request and one per response;
@@ -71,13 +70,11 @@
  *
  * Version 2 added the data path (regions, MRs, AHs, async events) and changed
  * CREATE_CQ and CREATE_QP; version 3 added ATTACH_MEMORY and REG_MR's flags
- * (descriptor-based memory access); version 4 added the rest of the device
- * limits (abi/burst_limits.h) to HELLO, so that the provider reports only what
- * burstd says. A change to an existing struct bumps BURST_CTL_VERSION (and,
- * since the provider and burstd ship together, BURST_CTL_VERSION_MIN).
+ * (descriptor-based memory access). A change to an existing struct bumps
+ * BURST_CTL_VERSION.
  */
-#ifndef BURST_ABI_BURST_CTL_PROTO_H_
-#define BURST_ABI_BURST_CTL_PROTO_H_
+#ifndef BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
+#define BURST_DAEMON_CTL_BURST_CTL_PROTO_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -89,8 +86,8 @@
 #endif
 
 #define BURST_CTL_MAGIC 0x4c544342u /* bytes 'B' 'C' 'T' 'L' on little-endian hosts */
-#define BURST_CTL_VERSION 4     /* the highest version this header describes */
-#define BURST_CTL_VERSION_MIN 4 /* the lowest one burstd still speaks (v4: every limit in HELLO) */
+#define BURST_CTL_VERSION 3     /* the highest version this header describes */
+#define BURST_CTL_VERSION_MIN 3 /* the lowest one burstd still speaks (v3: memory by descriptor) */
 #define BURST_CTL_MAX_MSG 65536     /* bytes; no message is larger */
 #define BURST_CTL_DEFAULT_SOCKET "/run/burst/burstd.sock"
 #define BURST_CTL_SOCKET_ENV "BURST_SOCKET" /* overrides the default path for clients */
@@ -196,24 +193,16 @@ struct burst_ctl_hello_resp {
   uint8_t xdp_mode;    /* enum burst_ctl_xdp_mode */
   uint8_t memory_mode; /* enum burst_ctl_memory_mode */
   uint16_t gid_count;  /* entries of gids[] in use (a zero GID inside is an empty slot) */
-  /* Device limits (abi/burst_limits.h): what this burstd enforces, named after
-   * the ibv_device_attr fields the provider reports them in. */
-  uint32_t max_qp;          /* BURST_MAX_QP_PER_WORKER x workers */
+  /* device limits */
+  uint32_t max_qp;
   uint32_t max_qp_wr;
-  uint32_t max_sge;         /* also max_sge_rd */
+  uint32_t max_sge;
   uint32_t max_cq;
   uint32_t max_cqe;
   uint32_t max_pd;
-  uint32_t max_inline_data; /* per QP (struct ibv_qp_cap) */
-  uint32_t max_qp_rd_atom;  /* also max_qp_init_rd_atom */
-  uint32_t max_mr;
-  uint32_t max_ah;
-  uint32_t max_srq;         /* BURST_MAX_SRQ_PER_WORKER x workers */
-  uint32_t max_srq_wr;
-  uint32_t max_srq_sge;
-  uint32_t max_res_rd_atom; /* max_qp x max_qp_rd_atom */
-  uint32_t max_msg_sz;      /* ibv_port_attr.max_msg_sz */
-  uint64_t max_mr_size;
+  uint32_t max_inline_data;
+  uint32_t max_qp_rd_atom;
+  uint32_t reserved;
   uint8_t gids[BURST_CTL_MAX_GIDS][16]; /* RoCE v2; IPv4 as ::ffff:a.b.c.d */
 };
 
@@ -608,12 +597,8 @@ BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hdr, status) == 12, "hdr.statu
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hdr, request_id) == 16, "hdr.request_id offset");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hello_req) == 64, "hello_req size");
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, ibdev) == 40, "hello_resp.ibdev");
-BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_qp) == 108, "hello_resp.max_qp");
-BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_mr) == 140, "hello_resp.max_mr");
-BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_mr_size) == 168,
-                        "hello_resp.max_mr_size");
-BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, gids) == 176, "hello_resp.gids");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hello_resp) == 176 + 16 * BURST_CTL_MAX_GIDS,
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, gids) == 144, "hello_resp.gids");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hello_resp) == 144 + 16 * BURST_CTL_MAX_GIDS,
                         "hello_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_status_req) == 24, "status_req size");
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_status_resp, ibdev) == 72, "status_resp.ibdev");
@@ -664,4 +649,4 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_qp_req) == 104, "modify_q
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_req) == 32, "query_qp_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_qp_resp) == 136, "query_qp_resp size");
 
-#endif /* BURST_ABI_BURST_CTL_PROTO_H_ */
+#endif /* BURST_DAEMON_CTL_BURST_CTL_PROTO_H_ */

@@ -1,5 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/neigh.h"
+#include "daemon/net/neigh.h"
 
 #include <arpa/inet.h>
 #include <linux/neighbour.h>
@@ -15,7 +14,7 @@
 #include <cstring>
 #include <string>
 
-#include "net/rtnl.h"
+#include "daemon/net/rtnl.h"
 
 namespace burst::net {
 namespace {

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * burst shared-memory ABI: everything that lives in memory shared between an
  * application process (the verbs provider) and burstd. Plain C11 (also valid
@@ -128,8 +127,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "abi/burst_limits.h"
-
 #ifdef __cplusplus
 #define BURST_SHM_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
@@ -145,8 +142,9 @@
 #define BURST_SHM_RING_MAGIC 0x474e5242u     /* "BRNG" */
 #define BURST_SHM_DOORBELL_MAGIC 0x42445242u /* "BRDB" */
 
-/* Layout bounds (the device limits, SGEs and inline bytes per work request
- * included, are in abi/burst_limits.h; checked against these at the end). */
+/* Limits shared by the provider and burstd. */
+#define BURST_SHM_MAX_SGE 16           /* SGEs per work request */
+#define BURST_SHM_MAX_INLINE 960       /* inline bytes per send WQE */
 #define BURST_SHM_MAX_LOG2_ENTRIES 16  /* at most 65536 entries per ring */
 #define BURST_SHM_MAX_LOG2_SLOTS 16    /* at most 65536 doorbell slots */
 #define BURST_SHM_MAX_ENTRY_SIZE 1024  /* bytes, a power of two */
@@ -258,7 +256,6 @@ struct burst_shm_send_wqe {
   uint32_t remote_qkey;  /* UD */
 };
 #define BURST_SHM_SEND_WQE_PAYLOAD 64 /* offset of the payload area */
-#define BURST_SHM_SEND_INLINE 0x8u    /* IBV_SEND_INLINE in send_flags: the payload is data */
 
 /* Receive queue (RQ, SRQ) entry: this 16-byte header, then num_sge SGEs. */
 struct burst_shm_recv_wqe {
@@ -405,18 +402,11 @@ BURST_SHM_CHECK(burst_shm_send_wqe, rkey, 48);
 BURST_SHM_CHECK(burst_shm_send_wqe, ah_handle, 52);
 BURST_SHM_CHECK(burst_shm_send_wqe, remote_qpn, 56);
 BURST_SHM_CHECK(burst_shm_send_wqe, remote_qkey, 60);
-BURST_SHM_STATIC_ASSERT(BURST_SHM_SEND_WQE_PAYLOAD + BURST_MAX_SGE * 16 <=
+BURST_SHM_STATIC_ASSERT(BURST_SHM_SEND_WQE_PAYLOAD + BURST_SHM_MAX_SGE * 16 <=
                             BURST_SHM_MAX_ENTRY_SIZE &&
-                        BURST_SHM_SEND_WQE_PAYLOAD + BURST_MAX_INLINE_DATA <=
+                        BURST_SHM_SEND_WQE_PAYLOAD + BURST_SHM_MAX_INLINE <=
                             BURST_SHM_MAX_ENTRY_SIZE,
                         "largest send WQE fits the largest entry");
-BURST_SHM_STATIC_ASSERT(BURST_SHM_RECV_WQE_PAYLOAD + BURST_MAX_SGE * 16 <=
-                            BURST_SHM_MAX_ENTRY_SIZE,
-                        "largest receive WQE fits the largest entry");
-BURST_SHM_STATIC_ASSERT(BURST_MAX_QP_WR <= (1u << BURST_SHM_MAX_LOG2_ENTRIES) &&
-                            BURST_MAX_SRQ_WR <= (1u << BURST_SHM_MAX_LOG2_ENTRIES) &&
-                            BURST_MAX_CQE <= (1u << BURST_SHM_MAX_LOG2_ENTRIES),
-                        "the largest queue of each kind fits a ring");
 
 BURST_SHM_STATIC_ASSERT(sizeof(struct burst_shm_recv_wqe) == BURST_SHM_RECV_WQE_PAYLOAD,
                         "recv wqe header size");

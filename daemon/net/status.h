@@ -1,5 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-// The error convention of net/: every fallible call returns a Status that
+// The error convention of daemon/net: every fallible call returns a Status that
 // carries an errno value (ENODEV, EHOSTUNREACH, EPERM, ...) and a message meant
 // for an operator ("netdev 'eth7' not found"). Control plane only: building a
 // Status allocates.

@@ -1,4 +1,3 @@
-/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Addresses as the transport sees them. A GID is 16 bytes in network order; an
 // IPv4 address is carried as the IPv4-mapped IPv6 address ::ffff:a.b.c.d (the
 // RoCEv2 convention, core::LocalPort::gids uses the same layout).
