@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # AF_XDP against DPDK, side by side in one run on one veth pair between two
 # private namespaces: burst-xfer (native transport, no provider) with both ends
 # on --backend xdp, then both on --backend dpdk (net_af_packet on the same veth

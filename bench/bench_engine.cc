@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Engine micro-benchmarks: nanoseconds per packet on the transport's RX and TX
 // paths for a stream of RDMA WRITEs (almost all WRITE_MIDDLE), at MTU 1024 and
 // 4096, with and without ICRC verification on receive. The RX time includes

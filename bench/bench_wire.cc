@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Wire-format micro-benchmarks: ICRC (ISA-L vs zlib), parse_frame, FrameWriter.
 #include <benchmark/benchmark.h>
 #include <isa-l/crc.h>

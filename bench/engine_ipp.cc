@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Fixed amount of work for instruction counting with callgrind (see
 // bench/ipp.sh): streams `packets` RDMA WRITE frames through the engines.
 // Usage: engine_ipp MTU(1024|4096) VERIFY_ICRC(0|1) PACKETS rx|tx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The measured loop of the engine benchmarks: one RC QP streaming RDMA WRITEs
 // from engine 0 to engine 1, driven by hand (no worker, no loopback queue) so
 // that each timed section covers exactly one engine call:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Instructions per packet on the transport's RX and TX paths, counted by
 # callgrind (repeatable on a noisy machine). The payload copy (memcpy) and the
 # ICRC (wire::icrc_compute / icrc_verify, ISA-L inside) are reported separately and excluded from "core".

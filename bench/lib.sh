@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # shellcheck shell=bash
 # Shared pieces of bench/run.sh and its parts (sourced, not run).
 #   jrec KEY=VALUE ...        append one JSON object to $RESULTS (numbers stay numbers; a value

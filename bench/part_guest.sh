@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/run.sh part "guest": Linux rxe against burst under the same emulation. Two identical
 # Debian 6.1 guests (tests/interop/lib/guest.sh: QEMU, 1 vCPU, 512 MB each) on a bridge in a
 # private namespace; netdev MTU 3800 (the 6.1 guest's AF_XDP takes one 4 KB chunk per frame: at

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/run.sh part "host": everything that runs on one veth pair (4 queues each side) between two
 # private network namespaces, side by side in one run:
 #   raw    tools/xsk-raw: one AF_XDP sender thread (side A) and one receiver thread (side B) on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The provider path of two builds side by side (A/B): stock perftest through the
 # verbs provider and two burstd (one per private namespace, one worker each) on
 # one veth pair (link MTU 1500, RoCE MTU 1024, AF_XDP), for build A and build B,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The provider's cost, measured side by side in one run on one veth pair
 # between two private namespaces (link MTU 1500, RoCE MTU 1024, AF_XDP):
 #   - stock ib_write_bw (perftest) through the verbs provider and two burstd

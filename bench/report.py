@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 """Writes docs/benchmarks.md and its PNG figures from the JSON-lines results of bench/run.sh.
 
     bench/report.py --results docs/benchmarks/results.jsonl --md docs/benchmarks.md \

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The benchmark suite in one command: builds what it needs (build/default, preset "default"),
 # runs every part with bounded time, and writes docs/benchmarks.md with its figures
 # (docs/benchmarks/*.png) and the machine-readable results (docs/benchmarks/results.jsonl).

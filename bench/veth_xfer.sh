@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Issue-3 figures, measured side by side in one run on one veth pair between
 # two private namespaces (4 queues): the raw AF_XDP frame rate of the link
 # (tools/xsk-raw: one sender and one receiver thread on queue 0, frames the size of burst's WRITE_MIDDLE frames)

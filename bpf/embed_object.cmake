@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # cmake -DINPUT=<file> -DOUTPUT=<file.c> -DSYMBOL=<name> -P embed_object.cmake
 # Writes <file.c> defining <name>_data (the bytes of <file>) and <name>_size.
 file(READ "${INPUT}" hex HEX)

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * roce_steer: steer RoCEv2 (UDP destination port 4791) to the AF_XDP socket of
  * the receive queue, pass everything else to the kernel stack untouched.

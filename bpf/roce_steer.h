@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Shared between bpf/roce_steer.bpf.c and the AF_XDP loader (datapath/xdp/).
  * Plain C with fixed-width kernel types so that both the BPF target and C++

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * roce_steer for DPDK's net_af_xdp (its xdp_prog devarg): the same program,
  * with the XSKMAP named as that PMD looks it up. UDP 4791 goes to the PMD's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // RC completer: ACKs (coalesced: an ACK for PSN p completes every SEND/WRITE
 // ending at or before p), implicit ACKs (a READ response or atomic ACK for a later
 // request acknowledges earlier SEND/WRITEs), READ response placement, atomic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Copies into another process's memory that failed (the process exited, or
 // unmapped or protected the range): the CopyEngine reports them, by the tag the
 // transport submitted them with, when the copies are drained, which happens

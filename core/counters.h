@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Counters of one engine. Single writer (the owning worker); readers (burstctl)
 // take a relaxed snapshot. Every reason a packet is dropped has its own counter.
 #pragma once

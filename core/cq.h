@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Completion queue of one engine: a fixed ring of work completions.
 //
 // Overrun (IBA 11.4.2): a completion that finds the ring full is dropped, the CQ

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Engine construction, object tables (QPs, CQs), posting work requests,
 // completions and the error state.
 #include "core/engine.h"
@@ -10,7 +11,10 @@ namespace burst::core {
 namespace {
 
 constexpr uint32_t kPendingCqes = 4096;
+// Deepest CQ shard: in-process users (burst-xfer) may go beyond the device's
+// BURST_MAX_CQE, which burstd enforces for its clients' CQs.
 constexpr uint32_t kMaxCqDepth = 1u << 20;
+static_assert(kMaxCqDepth >= BURST_MAX_CQE);
 // Bytes of a frame around the payload in the worst case: Ethernet + 802.1Q,
 // IPv6, UDP, BTH, RETH + ImmDt (the largest extension headers of a data packet),
 // ICRC. A path MTU is usable when MTU + this fits in the port's frame size.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The transport of one worker: owns its QPs and CQs, never locks, never
 // allocates on the fast path, never logs per packet.
 //
@@ -66,15 +67,15 @@ struct LocalPort {
 
 struct EngineConfig {
   LocalPort port;
-  uint32_t max_qps = 1024;
+  uint32_t max_qps = BURST_MAX_QP_PER_WORKER;
   uint32_t first_qpn = 0x11;  // QPN allocation start (QPs 0 and 1 are special)
   // Several engines (workers) on one port share its QPN space: engine `qpn_offset`
   // of `qpn_stride` hands out QPNs with (qpn - first_qpn) % qpn_stride == qpn_offset,
   // so the owner of a packet is arithmetic on its destination QPN (core/worker.h).
   uint32_t qpn_stride = 1;
   uint32_t qpn_offset = 0;
-  uint32_t max_cqs = 1024;
-  uint32_t max_srqs = 1024;
+  uint32_t max_cqs = BURST_MAX_CQ_PER_WORKER;
+  uint32_t max_srqs = BURST_MAX_SRQ_PER_WORKER;
   uint32_t ack_coalesce_pkts = 16;  // requester sets AckReq at least every this many packets
   uint32_t window_pkts = 1024;      // most unacknowledged packets per QP (< 2^23)
   uint32_t tx_qp_burst = 32;        // frames per QP per round of tx_build (fairness)
@@ -135,7 +136,7 @@ class Engine {
   uint32_t cq_size(uint32_t cq_id) const;  // completions waiting to be polled (0 for a bad id)
 
   // Shared receive queues (owning thread; core/srq.cc). create_srq: kInvalid for
-  // max_wr 0 or above kMaxQpWr, max_sge above kMaxSge, srq_limit above the
+  // max_wr 0 or above kMaxSrqWr, max_sge above kMaxSrqSge, srq_limit above the
   // rounded max_wr; max_wr is rounded up to a power of two, max_sge to at least 1;
   // a nonzero srq_limit arms the limit at once (as rxe). destroy_srq: kBusy while
   // a QP uses it, kNotFound for an unknown id. modify_srq arms the limit (0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Where the bytes of a memory region live.
 //
 // Space 0 (kLocal) is burst's own address space: an MR's host address is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Protection domains and memory regions of one device.
 //
 // Threading contract: the table is written by the control plane (alloc/dealloc
@@ -45,7 +46,8 @@ struct MrRef {
 
 class MrTable {
  public:
-  explicit MrTable(uint32_t max_mrs = 1u << 16, uint32_t max_pds = 1u << 12);
+  // Up to max_mrs MRs and max_pds PDs at a time (numbered from 1).
+  explicit MrTable(uint32_t max_mrs = BURST_MAX_MR, uint32_t max_pds = BURST_MAX_PD);
 
   // Control plane.
   uint32_t alloc_pd();             // 0 when no PD is left

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // QP state machine: modify_qp (transitions, required/optional attributes per QP
 // type as the kernel's ib_modify_qp_is_ok table, attribute values) and query_qp.
 #include <algorithm>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Per-QP state of the transport, in plain structs: the send queue with the
 // requester/completer state, the receive queue with the responder state, and
 // the attributes set through modify_qp. Every ring is allocated at create_qp;
@@ -21,10 +22,15 @@ namespace burst::core {
 
 using wire::Psn;
 
-constexpr uint32_t kMaxRdAtomic = 16;            // device limit: max_rd_atomic, max_dest_rd_atomic
-constexpr uint32_t kMaxQpWr = 1u << 15;          // device limit: max_send_wr, max_recv_wr
-constexpr uint32_t kMaxInlineData = 1024;        // device limit: max_inline_data
-constexpr uint32_t kMaxMessageBytes = 1u << 31;  // IBA: 2^31 bytes per message
+// Device limits (abi/burst_limits.h) under the names the transport uses.
+constexpr uint32_t kMaxRdAtomic = BURST_MAX_RD_ATOMIC;      // max_rd_atomic, max_dest_rd_atomic
+constexpr uint32_t kMaxQpWr = BURST_MAX_QP_WR;              // max_send_wr, max_recv_wr
+constexpr uint32_t kMaxInlineData = BURST_MAX_INLINE_DATA;  // max_inline_data
+constexpr uint32_t kMaxMessageBytes = BURST_MAX_MSG_SIZE;   // IBA: 2^31 bytes per message
+constexpr uint32_t kMaxSrqWr = BURST_MAX_SRQ_WR;            // SRQ max_wr
+constexpr uint32_t kMaxSrqSge = BURST_MAX_SRQ_SGE;          // SRQ max_sge
+static_assert(kMaxRdAtomic <= 255 && kMaxSrqSge <= kMaxSge,
+              "RD atomic counts fit a byte; SRQ entries are receive WRs");
 
 // IBA RNR NAK timer (9.7.5.2.8): encoded value -> wait in nanoseconds.
 uint64_t rnr_timer_ns(uint8_t code);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // RC requester: turns send WQEs into request packets. Segmentation by path MTU
 // (FIRST/MIDDLE/LAST/ONLY; RETH on the first packet of a WRITE, ImmDt/IETH on the
 // last), READ requests (one packet consuming a PSN per response packet), atomics,

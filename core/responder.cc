@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // RC responder, receive side: ePSN tracking, duplicates (re-ACK, READ replay,
 // atomic replay from the saved result), one PSN sequence NAK per gap, opcode
 // sequence and length checks, receive WQE consumption from the RQ or the SRQ

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // RC responder, transmit side: READ responses (segmented by path MTU: FIRST and
 // LAST/ONLY carry an AETH, MIDDLE does not), atomic ACKs, coalesced ACKs and
 // NAKs. Output leaves in PSN order: queued READ/atomic responses first, then the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Timers: the IBA transport timer (local ACK timeout, 4.096 us * 2^timeout,
 // restarted on progress; expiry -> Go-Back-N from the oldest unacknowledged PSN
 // and one retry less; exhausted -> kRetryExcErr) and the RNR wait. Only QPs with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The datapath entry points: rx_burst (parse, ICRC, dispatch by destination QPN
 // to responder / completer / UD) and tx_build (round-robin over the QPs with
 // transmit work; per QP responder output first, then requests).

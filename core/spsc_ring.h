@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Single-producer single-consumer ring of fixed-size slots, for handing frames
 // from one worker to another without locks. Producer and consumer indices live
 // on separate cache lines; each side caches the other's index and reads the

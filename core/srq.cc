@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Shared receive queues (IBA; the semantics of rdma-core / Linux rxe):
 // the SRQ table, posting, taking a WQE for a QP (responder SEND / SEND_IMM /
 // WRITE_IMM, UD receive), the limit event and the last-WQE event.
@@ -30,7 +31,9 @@ uint32_t round_pow2(uint32_t v) {
 }  // namespace
 
 Status Engine::create_srq(const SrqAttr& attr, uint32_t* srq_id) {
-  if (attr.max_wr == 0 || attr.max_wr > kMaxQpWr || attr.max_sge > kMaxSge) return Errc::kInvalid;
+  if (attr.max_wr == 0 || attr.max_wr > kMaxSrqWr || attr.max_sge > kMaxSrqSge) {
+    return Errc::kInvalid;
+  }
   const uint32_t slots = round_pow2(attr.max_wr);
   if (attr.srq_limit > slots) return Errc::kInvalid;
   for (uint32_t i = 1; i < srqs_.size(); ++i) {

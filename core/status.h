@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The error convention of the C++ core: every fallible call returns a Status.
 // Errc values map one-to-one onto the errno values the verbs layer reports
 // (to_errno()), so the control plane can hand them to libibverbs unchanged.

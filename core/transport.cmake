@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burst_core: the transport (QPs, CQs, MRs, requester / responder / completer, UD,
 # timers) over the wire format (burst_wire) and the copy engine (burst_copy).
 add_library(burst_core STATIC
@@ -17,4 +18,4 @@ add_library(burst_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ud.cc
 )
 target_include_directories(burst_core PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(burst_core PUBLIC burst_wire burst_copy burst_mem_space burst_datapath burst_options)
+target_link_libraries(burst_core PUBLIC burst_abi burst_wire burst_copy burst_mem_space burst_datapath burst_options)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // UD: SEND_ONLY (+immediate) with a DETH. Q_Key check on receive (a WR Q_Key
 // with the high bit set means the QP's own Q_Key, IBA 10.2.5), the 40-byte GRH
 // area first in every receive buffer (IPv4: the IPv4 header in its last 20

@@ -1,10 +1,13 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Verbs-level types of the transport core. Numeric values match libibverbs
-// (<infiniband/verbs.h>) so the provider and burstd translate by copying, and a
-// static_assert in provider/ checks that they stay equal.
+// (<infiniband/verbs.h>) so the provider and burstd translate by copying, and
+// static_asserts in tests/provider/verbs_values_check.cc check that they stay equal.
 #pragma once
 
 #include <array>
 #include <cstdint>
+
+#include "abi/burst_limits.h"
 
 namespace burst::core {
 
@@ -112,7 +115,7 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-constexpr uint32_t kMaxSge = 16;
+constexpr uint32_t kMaxSge = BURST_MAX_SGE;  // device limit: SGEs per WR
 
 struct SendWr {
   uint64_t wr_id = 0;

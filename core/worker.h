@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Worker<Backend>: the poll loop that joins one transport Engine to one datapath
 // queue. Instantiated once per backend type; every call to the backend is a
 // direct call (no virtual dispatch per packet), as DESIGN.md §3 asks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // ArpAgent: IPv4 neighbour handling for a port that no kernel stands behind
 // (DPDK with a PCI device bound to vfio-pci, net_memif, the user side of
 // net_tap). With AF_XDP, or DPDK on a kernel netdev (net_af_xdp, net_af_packet),

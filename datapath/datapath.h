@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The datapath contract: what every backend (loopback, AF_XDP, DPDK) offers the
 // transport. A backend object is one queue of one port, owned by one worker
 // thread; the worker template (core/worker.h) is instantiated once per backend,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // One error convention for the control plane of every datapath backend: errno
 // value + one message that names the fix. Never used on the fast path.
 #pragma once

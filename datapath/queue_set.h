@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // QueueSet<B>: several queues of one port served by one worker, presented as
 // one Backend. A NIC (or veth) spreads received frames over all its queues by
 // RSS, so every queue that can receive RoCE traffic needs a socket even when

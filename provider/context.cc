@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Contexts (ibv_open_device / ibv_close_device) and the queries a context
 // answers: device attributes, port attributes. GID, P_Key and GUID queries never
 // reach a provider: libibverbs reads them from sysfs.
@@ -18,27 +19,16 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/qp.h"
-#include "core/verbs.h"
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 #include "provider/provider.h"
 #include "provider/unsupported.h"
 
 namespace burst::provider {
 namespace {
 
-// Device limits: what the transport core supports (core/qp.h, core/verbs.h),
-// and table sizes burstd will enforce.
-constexpr int kMaxQp = 16384;
-constexpr int kMaxCq = 16384;
-constexpr int kMaxCqe = (1 << 16) - 1;
-constexpr int kMaxMr = 65536;
-constexpr int kMaxPd = 16384;
-constexpr int kMaxAh = 65536;
-constexpr int kMaxSrq = 4096;
-constexpr uint64_t kMaxMrSize = uint64_t{1} << 40;  // 1 TiB per registration
-constexpr uint64_t kPageSizeCap = 0xfffff000;       // 4 KiB pages and every larger power of two
-constexpr uint8_t kLocalCaAckDelay = 15;            // IBA encoding: 4.096 us * 2^15 ~ 134 ms
+// Device attributes that are not limits (the limits are burstd's, from HELLO).
+constexpr uint64_t kPageSizeCap = 0xfffff000;  // 4 KiB pages and every larger power of two
+constexpr uint8_t kLocalCaAckDelay = 15;       // IBA encoding: 4.096 us * 2^15 ~ 134 ms
 
 // ibv_port_attr.active_width / active_speed encodings (IBA PortInfo).
 constexpr uint8_t kWidth1x = 1;
@@ -84,34 +74,36 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   if (input != nullptr && input->comp_mask != 0) return EINVAL;
   if (attr_size < sizeof(ibv_device_attr)) return EINVAL;
   const Device* dev = to_device(ctx->device);
+  const Limits& l = to_context(ctx)->limits;
+  auto i = [](uint32_t v) { return static_cast<int>(v); };
 
   ibv_device_attr_ex a{};
   ibv_device_attr& o = a.orig_attr;
   snprintf(o.fw_ver, sizeof(o.fw_ver), "%s", BURST_FW_VER);
   o.node_guid = dev->node_guid_be;
   o.sys_image_guid = dev->sys_image_guid_be;
-  o.max_mr_size = kMaxMrSize;
+  o.max_mr_size = l.max_mr_size;
   o.page_size_cap = kPageSizeCap;
   o.vendor_id = BURST_VENDOR_ID;
   o.vendor_part_id = BURST_VENDOR_PART_ID;
   o.hw_ver = 0;
-  o.max_qp = kMaxQp;
-  o.max_qp_wr = static_cast<int>(core::kMaxQpWr);
+  o.max_qp = i(l.max_qp);
+  o.max_qp_wr = i(l.max_qp_wr);
   o.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
-  o.max_sge = static_cast<int>(core::kMaxSge);
-  o.max_sge_rd = static_cast<int>(core::kMaxSge);
-  o.max_cq = kMaxCq;
-  o.max_cqe = kMaxCqe;
-  o.max_mr = kMaxMr;
-  o.max_pd = kMaxPd;
-  o.max_qp_rd_atom = static_cast<int>(core::kMaxRdAtomic);
-  o.max_qp_init_rd_atom = static_cast<int>(core::kMaxRdAtomic);
-  o.max_res_rd_atom = kMaxQp * static_cast<int>(core::kMaxRdAtomic);
+  o.max_sge = i(l.max_sge);
+  o.max_sge_rd = i(l.max_sge);
+  o.max_cq = i(l.max_cq);
+  o.max_cqe = i(l.max_cqe);
+  o.max_mr = i(l.max_mr);
+  o.max_pd = i(l.max_pd);
+  o.max_qp_rd_atom = i(l.max_qp_rd_atom);
+  o.max_qp_init_rd_atom = i(l.max_qp_rd_atom);
+  o.max_res_rd_atom = i(l.max_res_rd_atom);
   o.atomic_cap = IBV_ATOMIC_HCA;
-  o.max_ah = kMaxAh;
-  o.max_srq = kMaxSrq;
-  o.max_srq_wr = static_cast<int>(core::kMaxQpWr);
-  o.max_srq_sge = static_cast<int>(core::kMaxSge);
+  o.max_ah = i(l.max_ah);
+  o.max_srq = i(l.max_srq);
+  o.max_srq_wr = i(l.max_srq_wr);
+  o.max_srq_sge = i(l.max_srq_sge);
   o.max_pkeys = BURST_PKEY_TABLE_LEN;
   o.local_ca_ack_delay = kLocalCaAckDelay;
   o.phys_port_cnt = 1;
@@ -139,7 +131,7 @@ int query_port(ibv_context* ctx, uint8_t port_num, ibv_port_attr* attr) {
   attr->active_mtu = ib_mtu != 0 ? static_cast<ibv_mtu>(ib_mtu) : IBV_MTU_256;
   attr->gid_tbl_len = BURST_GID_TABLE_LEN;
   attr->port_cap_flags = IBV_PORT_CM_SUP;
-  attr->max_msg_sz = core::kMaxMessageBytes;
+  attr->max_msg_sz = to_context(ctx)->limits.max_msg_sz;
   attr->pkey_tbl_len = BURST_PKEY_TABLE_LEN;
   attr->max_vl_num = 1;  // VL0 only
   const WidthSpeed ws = eth_width_speed(nd.speed_mbps);
@@ -292,6 +284,12 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   }
   ctx->client_id = hello.client_id;
   ctx->workers = hello.workers;
+  ctx->limits = Limits{hello.max_qp,          hello.max_qp_wr,   hello.max_sge,
+                       hello.max_cq,          hello.max_cqe,     hello.max_pd,
+                       hello.max_inline_data, hello.max_qp_rd_atom, hello.max_mr,
+                       hello.max_ah,          hello.max_srq,     hello.max_srq_wr,
+                       hello.max_srq_sge,     hello.max_res_rd_atom, hello.max_msg_sz,
+                       hello.max_mr_size};
   ctx->doorbells = static_cast<Doorbell*>(calloc(hello.workers == 0 ? 1 : hello.workers,
                                                  sizeof(Doorbell)));
   if (hello.netdev[0] != '\0' && to_device(device)->netdev[0] != '\0' &&
@@ -337,7 +335,7 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   }
   ctx->vctx.context.num_comp_vectors = 1;
 
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
   // Test hook (never in release packages): die between reserving a doorbell
   // slot and committing it, as a crashing application would.
   if (getenv("BURST_TEST_DIE_IN_DOORBELL") != nullptr) {

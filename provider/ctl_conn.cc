@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "provider/ctl_conn.h"
 
 #include <fcntl.h>
@@ -90,14 +91,9 @@ int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
   if (req_len < kHdr || req_len > BURST_CTL_MAX_MSG || resp_len < kHdr || resp_len > kMaxResp) {
     return EINVAL;
   }
-  auto* h = static_cast<burst_ctl_hdr*>(req);
   const uint64_t id = c->next_id++;
-  h->magic = BURST_CTL_MAGIC;
-  h->version = c->version;
-  h->op = op;
-  h->length = static_cast<uint32_t>(req_len);
-  h->status = 0;
-  h->request_id = id;
+  burst_ctl_init_request(static_cast<burst_ctl_hdr*>(req), op, static_cast<uint32_t>(req_len),
+                         c->version, id);
   iovec iov{req, req_len};
   alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * 2)];
   msghdr mh{};
@@ -125,17 +121,13 @@ int call_locked(CtlConn* c, uint16_t op, void* req, size_t req_len, void* resp, 
   if (int e = receive(c, buf, sizeof(buf), &n, now_ms() + kCallTimeoutMs, recv_fd); e != 0) {
     return e;
   }
-  if (n < kHdr) return broken(c, EBADMSG, "short response");
+  if (int e = burst_ctl_check_response_hdr(buf, n, op, id); e != 0) {
+    return broken(c, e, e == EPROTO ? "response to another request" : "malformed response");
+  }
   burst_ctl_hdr rh;
   memcpy(&rh, buf, kHdr);
-  if (rh.magic != BURST_CTL_MAGIC || rh.op != (op | BURST_CTL_RESPONSE) || rh.request_id != id) {
-    return broken(c, EPROTO, "response to another request");
-  }
-  if (rh.length != n || rh.status < 0) return broken(c, EBADMSG, "malformed response");
   // An error answer is the header alone (HELLO keeps its body).
-  if (rh.status != 0 && op != BURST_CTL_OP_HELLO) {
-    return n == kHdr ? rh.status : broken(c, EBADMSG, "malformed error response");
-  }
+  if (rh.status != 0 && op != BURST_CTL_OP_HELLO) return rh.status;
   if (n != resp_len) return broken(c, EBADMSG, "response of unexpected size");
   memcpy(resp, buf, n);
   return rh.status;

@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The provider's connection to burstd: one SOCK_SEQPACKET connection per
-// ibv_context, speaking the control protocol of daemon/ctl/burst_ctl_proto.h.
+// ibv_context, speaking the control protocol of abi/burst_ctl_proto.h.
 // Opened by alloc_context (connect + HELLO), closed by free_context; burstd
 // releases everything the connection created when it closes, including when
 // the process dies.
@@ -17,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::provider {
 

@@ -1,4 +1,5 @@
-// The provider's data path on the shared-memory rings of shm/burst_shm_abi.h:
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// The provider's data path on the shared-memory rings of abi/burst_shm_abi.h:
 // ibv_post_send / ibv_post_recv write work requests into the QP's rings and
 // ring the worker's doorbell; ibv_poll_cq reads the CQ ring; ibv_req_notify_cq
 // bumps the ring's arm sequence. None of them makes a system call.
@@ -21,8 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "abi/burst_shim.h"
 #include "provider/provider.h"
-#include "provider/shim/burst_shim.h"
+#include "shm/wqe_encode.h"
 
 namespace burst::provider {
 namespace {
@@ -32,20 +34,12 @@ constexpr uint32_t kEmptyPollsBeforeYield = 64;
 
 bool context_dead(const Context* ctx) { return __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE); }
 
-// A ring header inside a mapping, checked against the mapping's bounds.
+// The ring header at `off` of a mapping (0: the part is absent), checked
+// (shm::CheckRing: kind, geometry, limits, bounds); its geometry in *geom.
 burst_shm_ring* ring_at(const Mapping& m, uint64_t off, burst_shm_ring_kind kind,
                         shm::RingGeometry* geom) {
-  if (off == 0 || off + sizeof(burst_shm_ring) > m.size) return nullptr;
-  auto* r = reinterpret_cast<burst_shm_ring*>(m.base + off);
-  if (r->magic != BURST_SHM_RING_MAGIC || r->kind != kind ||
-      r->log2_entries > BURST_SHM_MAX_LOG2_ENTRIES || r->entries_offset != shm::kRingEntriesOffset ||
-      r->entry_size == 0 || r->entry_size > BURST_SHM_MAX_ENTRY_SIZE) {
-    return nullptr;
-  }
-  geom->log2_entries = r->log2_entries;
-  geom->entry_size = r->entry_size;
-  if (off + shm::kRingEntriesOffset + geom->entry_bytes() > m.size) return nullptr;
-  return r;
+  if (off == 0 || !shm::CheckRing(m.base, m.size, off, kind, geom)) return nullptr;
+  return reinterpret_cast<burst_shm_ring*>(m.base + off);
 }
 
 bool ring_failed(const burst_shm_ring* r) {
@@ -166,8 +160,10 @@ bool send_opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
 
 constexpr unsigned kKnownSendFlags =
     IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE;
+static_assert(IBV_SEND_INLINE == BURST_SHM_SEND_INLINE);
 
-// Writes one send WR into entry (entry_size bytes); an errno value on a bad WR.
+// Translates one send WR into the ring's terms and writes it into entry with
+// the shared encoder (shm/wqe_encode.h); an errno value on a bad WR.
 int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
   const ibv_qp& q = qp->vqp.qp;
   if (!send_opcode_ok(q.qp_type, wr->opcode)) return EINVAL;
@@ -203,30 +199,12 @@ int encode_send(Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
     w.remote_addr = wr->wr.rdma.remote_addr;
     w.rkey = wr->wr.rdma.rkey;
   }
-  uint8_t* payload = entry + BURST_SHM_SEND_WQE_PAYLOAD;
-  if (wr->send_flags & IBV_SEND_INLINE) {
-    // The bytes are copied now: the application may reuse its buffers on return.
-    uint32_t total = 0;
-    for (int i = 0; i < wr->num_sge; ++i) {
-      const ibv_sge& s = wr->sg_list[i];
-      if (s.length > qp->max_inline - total) return EINVAL;
-      if (s.length != 0) {
-        memcpy(payload + total, reinterpret_cast<const void*>(static_cast<uintptr_t>(s.addr)),
-               s.length);
-      }
-      total += s.length;
-    }
-    w.inline_len = total;
-    w.num_sge = 0;
-  } else {
-    w.num_sge = static_cast<uint16_t>(wr->num_sge);
-    for (int i = 0; i < wr->num_sge; ++i) {
-      const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-      memcpy(payload + i * sizeof(s), &s, sizeof(s));
-    }
-  }
-  memcpy(entry, &w, sizeof(w));
-  return 0;
+  // With IBV_SEND_INLINE the bytes are copied now: the application may reuse
+  // its buffers on return.
+  const shm::WqeLimits limits{qp->sq.entry_size(), qp->max_send_sge, qp->max_inline};
+  return shm::EncodeSendWqe(w, wr->sg_list, static_cast<uint32_t>(wr->num_sge), limits, entry)
+             ? 0
+             : EINVAL;
 }
 
 void ring_doorbell(const Doorbell* db, burst_shm_db_kind kind, uint32_t handle, uint32_t index) {
@@ -246,18 +224,14 @@ void ring_doorbell(const Doorbell* db, burst_shm_db_kind kind, uint32_t handle, 
   }
 }
 
-// Writes a receive WR into entry; EINVAL when it has too many SGEs.
-int encode_recv(const ibv_recv_wr* wr, uint32_t max_sge, uint8_t* entry) {
-  if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > max_sge) return EINVAL;
-  burst_shm_recv_wqe w{};
-  w.wr_id = wr->wr_id;
-  w.num_sge = static_cast<uint32_t>(wr->num_sge);
-  memcpy(entry, &w, sizeof(w));
-  for (int i = 0; i < wr->num_sge; ++i) {
-    const burst_shm_sge s{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-    memcpy(entry + BURST_SHM_RECV_WQE_PAYLOAD + i * sizeof(s), &s, sizeof(s));
-  }
-  return 0;
+// Writes a receive WR into entry (shm/wqe_encode.h); EINVAL when it has more
+// SGEs than the queue takes.
+int encode_recv(const ibv_recv_wr* wr, const shm::WqeLimits& limits, uint8_t* entry) {
+  if (wr->num_sge < 0) return EINVAL;
+  return shm::EncodeRecvWqe(wr->wr_id, wr->sg_list, static_cast<uint32_t>(wr->num_sge), limits,
+                            entry)
+             ? 0
+             : EINVAL;
 }
 
 }  // namespace
@@ -275,8 +249,7 @@ int map_region(int fd, uint64_t size, burst_shm_region_kind kind, Mapping* out) 
   close(fd);
   if (p == MAP_FAILED) return e;
   const auto* r = static_cast<const burst_shm_region*>(p);
-  if (r->magic != BURST_SHM_REGION_MAGIC || r->abi_version != BURST_SHM_ABI_VERSION ||
-      r->kind != kind || r->size != size) {
+  if (!shm::CheckRegion(p, size, kind) || r->size != size) {
     munmap(p, size);
     debug_log("burst: region from burstd has another layout (ABI %u, want %u)", r->abi_version,
               BURST_SHM_ABI_VERSION);
@@ -317,15 +290,14 @@ const Doorbell* doorbell_for(Context* ctx, uint32_t worker) {
     if (e == 0) {
       const auto* r = reinterpret_cast<const burst_shm_region*>(d.map.base);
       const uint64_t off = r->part_offset[0];
-      auto* h = reinterpret_cast<burst_shm_doorbell*>(d.map.base + off);
-      if (off == 0 || off + sizeof(*h) > d.map.size || h->magic != BURST_SHM_DOORBELL_MAGIC ||
-          h->log2_slots > BURST_SHM_MAX_LOG2_SLOTS ||
-          off + shm::DoorbellBytes(h->log2_slots) > d.map.size) {
+      uint32_t log2_slots = 0;
+      if (off == 0 || !shm::CheckDoorbell(d.map.base, d.map.size, off, &log2_slots)) {
         unmap_region(&d.map);
         close(fds[1]);
         e = EPROTO;
       } else {
-        d.producer = shm::DoorbellProducer(h, h->log2_slots);
+        auto* h = reinterpret_cast<burst_shm_doorbell*>(d.map.base + off);
+        d.producer = shm::DoorbellProducer(h, log2_slots);
         d.hdr = h;
         d.wake_fd = fds[1];
         d.ready = true;
@@ -546,6 +518,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   int err = 0;
   uint32_t count = 0, room = 0;
+  const shm::WqeLimits limits{qp->rq.entry_size(), qp->max_recv_sge, 0};
   pthread_spin_lock(&qp->rq_lock);
   for (; wr != nullptr; wr = wr->next) {
     if (count == room) {
@@ -555,7 +528,7 @@ int post_recv(ibv_qp* ibqp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         break;
       }
     }
-    err = encode_recv(wr, qp->max_recv_sge, qp->rq.Entry(count));
+    err = encode_recv(wr, limits, qp->rq.Entry(count));
     if (err != 0) break;
     ++count;
   }
@@ -673,6 +646,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
   }
   int err = 0;
   uint32_t count = 0, room = 0;
+  const shm::WqeLimits limits{srq->ring.entry_size(), srq->max_sge, 0};
   pthread_spin_lock(&srq->lock);
   for (; wr != nullptr; wr = wr->next) {
     if (count == room) {
@@ -682,7 +656,7 @@ int post_srq_recv(ibv_srq* ibsrq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr) {
         break;
       }
     }
-    err = encode_recv(wr, srq->max_sge, srq->ring.Entry(count));
+    err = encode_recv(wr, limits, srq->ring.Entry(count));
     if (err != 0) break;
     ++count;
   }

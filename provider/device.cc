@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Device discovery: the provider's registration with libibverbs, how a burst
 // device is recognised, and the per-device state read from its sysfs directory.
 #include <endian.h>
@@ -10,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 #include "provider/provider.h"
 
 namespace burst::provider {

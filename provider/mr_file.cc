@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The file behind a shared mapping, for zero-copy registrations
 // (daemon/burstd/app_memory.h, docs/security.md). burstd maps application
 // memory only from a file the application itself hands over; this finds that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The port's live state comes from its netdev, read in the application's
 // network namespace with the classic interface ioctls (no netlink, no sysfs:
 // /sys may belong to another namespace).

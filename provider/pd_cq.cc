@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Protection domains and completion queues, created in burstd over the
 // context's control connection. A CQ comes with its ring (a memfd burstd
 // sends with the answer, mapped here; polled in datapath.cc) and, with a
@@ -14,13 +15,12 @@
 namespace burst::provider {
 namespace {
 
-constexpr int kMaxCqe = (1 << 16) - 1;  // as query_device reports (context.cc)
-
 
 // CREATE_CQ in burstd; nullptr with errno on failure.
 Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
   Context* ctx = to_context(ibctx);
-  if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || comp_vector >= ibctx->num_comp_vectors) {
+  if (cqe < 1 || static_cast<uint32_t>(cqe) > ctx->limits.max_cqe || comp_vector < 0 ||
+      comp_vector >= ibctx->num_comp_vectors) {
     errno = EINVAL;
     return nullptr;
   }
@@ -132,7 +132,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  if (attr->cqe > static_cast<uint32_t>(kMaxCqe)) {
+  if (attr->cqe > to_context(ibctx)->limits.max_cqe) {
     errno = EINVAL;
     return nullptr;
   }

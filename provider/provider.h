@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Internal types of the burst verbs provider (libburst-rdmav34.so), loaded by
 // libibverbs into the application's process. Error convention: errno values,
 // as libibverbs expects (an int verb returns it, a pointer verb sets errno and
@@ -43,6 +44,15 @@ struct Doorbell {
 
 struct Cq;
 
+// The device limits burstd reported in HELLO (its abi/burst_limits.h): what
+// query_device and query_port report and what the provider checks before
+// asking burstd. The provider has no limit of its own.
+struct Limits {
+  uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_pd, max_inline_data, max_qp_rd_atom;
+  uint32_t max_mr, max_ah, max_srq, max_srq_wr, max_srq_sge, max_res_rd_atom, max_msg_sz;
+  uint64_t max_mr_size;
+};
+
 // One ibv_open_device(). Allocated by libibverbs (_verbs_init_and_alloc_context)
 // at our size, freed by free_context.
 struct Context {
@@ -54,6 +64,7 @@ struct Context {
   CtlConn ctl;         // to burstd; everything below was created through it
   uint32_t client_id;  // burstd's name for this connection (burstctl qps "client")
   uint32_t workers;    // burstd's workers (doorbell queues)
+  Limits limits;       // from HELLO
   pthread_mutex_t mu;  // doorbells[] setup and the channel-CQ list
   Doorbell* doorbells; // [workers]
   Cq* channel_cqs;     // CQs with a completion channel (woken when burstd dies)

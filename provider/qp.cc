@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Queue pairs (RC and UD), created, transitioned, queried and destroyed in
 // burstd over the context's control connection. The attributes travel 1:1
 // (burst_ctl_qp_attr carries IBV_* values, see burst_ctl_proto.h); RoCE
@@ -9,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 #include "provider/provider.h"
 
 namespace burst::provider {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The ibv_qp_ex work-request builder (ibv_wr_start / ibv_wr_<op> /
 // ibv_wr_set_* / ibv_wr_complete), built on post_send: the builder collects a
 // batch of ibv_send_wr and wr_complete posts it as one chain. (perftest 4.5

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Entry points the provider does not implement yet, following the libibverbs
 // convention: a verb returning int returns EOPNOTSUPP, a verb returning a
 // pointer sets errno = EOPNOTSUPP and returns NULL. The verb's name goes to

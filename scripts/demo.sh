@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The main demo of burst: two "hosts" (private network namespaces joined by a
 # veth pair, 4 queues, 9000-byte MTU) move data with RDMA over AF_XDP using
 # burst-xfer, every byte verified. The XDP program steers only RoCEv2 (UDP

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Installs every Debian 12 package that building, testing and demonstrating burst needs.
 # Run as root on a fresh machine. Idempotent.
 set -euo pipefail

@@ -1,5 +1,8 @@
 #!/bin/bash
-# Sets up and runs every test of burst: the release build with all tests, the
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Sets up and runs every test of burst: the default build (RelWithDebInfo with
+# the test hooks) with all tests, among them release.no_test_hooks (builds the
+# release preset's shipped binaries and checks they carry no test hook), the
 # ASan+UBSan build of the unit and engine tests, and a bounded libFuzzer run.
 # Usage (as root, on Debian 12):  ./scripts/test.sh
 set -euo pipefail
@@ -8,7 +11,7 @@ JOBS=${JOBS:-$(nproc)}
 
 ./scripts/install-deps.sh
 
-echo "== release build + all tests"
+echo "== default build (RelWithDebInfo, test hooks) + all tests"
 cmake --preset default
 cmake --build build/default -j"$JOBS"
 ctest --preset default -j1 --timeout 900

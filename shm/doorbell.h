@@ -1,8 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The per-worker doorbell queue (struct burst_shm_doorbell): many producers
 // (the provider in every application with a queue on the worker), one
 // consumer (the worker). The protocol, its state diagram, the memory orderings
 // and the cost of a producer that dies between reserve and commit are
-// described at the top of shm/burst_shm_abi.h; this file implements it.
+// described at the top of abi/burst_shm_abi.h; this file implements it.
 //
 // Summary: each slot is one 64-bit word {state, lap, record}. A producer
 // reserves position p by CAS FREE(lap p) -> RESERVED(lap p) on slot p & mask
@@ -18,8 +19,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "shm/burst_shm_abi.h"
-#include "shm/layout.h"
+#include "abi/burst_shm_abi.h"
+#include "shm/geometry.h"
 
 namespace burst::shm {
 
@@ -86,11 +87,11 @@ inline std::atomic_ref<uint64_t> Ref(uint64_t* p) { return std::atomic_ref<uint6
 
 }  // namespace db
 
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
 namespace test_hooks {
 // Called by DoorbellProducer::Post after a successful reserve and before the
 // commit, with the reserved position. Tests set it to stop, stall or kill a
-// producer in between. Test builds only.
+// producer in between. Only with BURST_TEST_HOOKS (never in release builds).
 inline std::atomic<void (*)(uint64_t position)> after_doorbell_reserve{nullptr};
 }  // namespace test_hooks
 #endif
@@ -119,7 +120,7 @@ class DoorbellProducer {
     Reservation r;
     const PostResult res = Reserve(&r);
     if (res != PostResult::kOk) return res;
-#if defined(BURST_TESTING) && BURST_TESTING
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
     if (auto* hook = test_hooks::after_doorbell_reserve.load(std::memory_order_relaxed)) {
       hook(r.position);
     }

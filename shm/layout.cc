@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "shm/layout.h"
 
 #include <cstring>
@@ -15,7 +16,7 @@ core::Status LayoutRings(std::span<const RingSpec> rings, RegionLayout* out) {
   RegionLayout l;
   uint64_t off = sizeof(burst_shm_region);
   for (const RingSpec& r : rings) {
-    if (!r.geom.valid() || r.max_sge > BURST_SHM_MAX_SGE || r.max_inline > BURST_SHM_MAX_INLINE) {
+    if (!r.geom.valid() || r.max_sge > BURST_MAX_SGE || r.max_inline > BURST_MAX_INLINE_DATA) {
       return core::Errc::kInvalid;
     }
     l.part_offset[l.num_parts++] = off;
@@ -90,54 +91,6 @@ void InitDoorbellRegion(void* base, const RegionLayout& layout, uint32_t worker,
   db->reclaim_timeout_ns = reclaim_timeout_ns;
   // Slots: all zero == FREE with lap 0, which is position i's state for slot i.
   std::memset(reinterpret_cast<uint8_t*>(db) + kDoorbellSlotsOffset, 0, uint64_t{8} << log2_slots);
-}
-
-core::Status CheckRegion(const void* base, uint64_t mapped_size, burst_shm_region_kind kind) {
-  if (base == nullptr || mapped_size < sizeof(burst_shm_region)) return core::Errc::kInvalid;
-  burst_shm_region r;
-  std::memcpy(&r, base, sizeof(r));
-  if (r.magic != BURST_SHM_REGION_MAGIC || r.abi_version != BURST_SHM_ABI_VERSION ||
-      r.kind != kind || r.size > mapped_size || r.num_parts > BURST_SHM_REGION_MAX_PARTS) {
-    return core::Errc::kInvalid;
-  }
-  return core::Status::Ok();
-}
-
-core::Status CheckRing(const void* base, uint64_t mapped_size, uint64_t ring_offset,
-                       burst_shm_ring_kind kind, RingGeometry* geom) {
-  if (base == nullptr || ring_offset % BURST_SHM_CACHE_LINE != 0 || ring_offset > mapped_size ||
-      mapped_size - ring_offset < sizeof(burst_shm_ring)) {
-    return core::Errc::kInvalid;
-  }
-  burst_shm_ring r;
-  std::memcpy(&r, static_cast<const uint8_t*>(base) + ring_offset, sizeof(r));
-  const RingGeometry g{r.log2_entries, r.entry_size};
-  if (r.magic != BURST_SHM_RING_MAGIC || r.abi_version != BURST_SHM_ABI_VERSION || r.kind != kind ||
-      !g.valid() || r.num_entries != g.entries() || r.entries_offset != kRingEntriesOffset ||
-      r.max_sge > BURST_SHM_MAX_SGE || r.max_inline > BURST_SHM_MAX_INLINE) {
-    return core::Errc::kInvalid;
-  }
-  if (mapped_size - ring_offset < RingBytes(g)) return core::Errc::kInvalid;
-  *geom = g;
-  return core::Status::Ok();
-}
-
-core::Status CheckDoorbell(const void* base, uint64_t mapped_size, uint64_t offset,
-                           uint32_t* log2_slots) {
-  if (base == nullptr || offset % BURST_SHM_CACHE_LINE != 0 || offset > mapped_size ||
-      mapped_size - offset < sizeof(burst_shm_doorbell)) {
-    return core::Errc::kInvalid;
-  }
-  burst_shm_doorbell d;
-  std::memcpy(&d, static_cast<const uint8_t*>(base) + offset, sizeof(d));
-  if (d.magic != BURST_SHM_DOORBELL_MAGIC || d.abi_version != BURST_SHM_ABI_VERSION ||
-      d.log2_slots > BURST_SHM_MAX_LOG2_SLOTS || d.num_slots != (1u << d.log2_slots) ||
-      d.slots_offset != kDoorbellSlotsOffset ||
-      mapped_size - offset < DoorbellBytes(d.log2_slots)) {
-    return core::Errc::kInvalid;
-  }
-  *log2_slots = d.log2_slots;
-  return core::Status::Ok();
 }
 
 }  // namespace burst::shm

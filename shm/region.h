@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // A shared-memory region: a memfd mapped MAP_SHARED. burstd creates it
 // (Create), sizes it and seals its size so that an application can neither
 // shrink it under burstd's mapping (which would turn burstd's accesses into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The two sides of a shared-memory SPSC ring (struct burst_shm_ring): the SQ,
 // RQ and SRQ (provider produces, burstd consumes) and the CQ (burstd produces,
 // the provider consumes).
@@ -24,8 +25,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "shm/burst_shm_abi.h"
-#include "shm/layout.h"
+#include "abi/burst_shm_abi.h"
+#include "shm/geometry.h"
 
 namespace burst::shm {
 

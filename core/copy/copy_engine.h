@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Asynchronous copy engine: every receive-side placement of payload goes through
 // it, and a completion is posted only after the copy it depends on completed.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // ACK Extended Transport Header (IBA 9.3.5): syndrome + 24-bit MSN.
 // Syndrome byte: bit 7 reserved (0), bits 6:5 type, bits 4:0 value:
 //   type 00 ACK      value = credit count (31 = "invalid credit", what rxe always sends)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Atomic Extended Transport Header (IBA 9.3.4, 28 bytes) and
 // Atomic Acknowledge Extended Transport Header (IBA 9.3.6, 8 bytes).
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Big-endian wire field types. Each holds the raw bytes (alignment 1), so a
 // header struct built from them has no padding and can overlay any frame byte
 // without alignment concerns. Values go in and out only through get()/set():

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Base Transport Header (IBA 9.2), 12 bytes:
 //   byte 0     opcode
 //   byte 1     SE(7) M(6) PadCnt(5:4) TVer(3:0)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Datagram Extended Transport Header (IBA 9.3.2): Q_Key, reserved byte, source QP.
 #pragma once
 

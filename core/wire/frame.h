@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Whole RoCEv2 frames: parse (RX) and build (TX).
 //
 // Frame layout: Ethernet [802.1Q] | IPv4 (IHL honoured) or IPv6 | UDP (dport 4791)

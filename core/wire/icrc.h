@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // RoCEv2 invariant CRC (ICRC): CRC-32 (the zlib/gzip polynomial and convention)
 // over 8 bytes of 0xFF (stand-in for the IB LRH), then the IP header, UDP header,
 // BTH, extension headers, payload and pad, with the variant fields set to all

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Invalidate Extended Transport Header (IBA 9.3.8): the R_Key to invalidate.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Immediate Data Extended Transport Header (IBA 9.3.7).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // IPv4 header (the fixed 20 bytes; options, if any, follow and are covered by ihl()).
 #pragma once
 

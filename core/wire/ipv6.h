@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // IPv6 fixed header (RoCEv2 carries no extension headers: next header is UDP).
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The RoCEv2 opcode table: one entry per BTH opcode value with the headers the
 // packet carries (and their offsets from the start of the BTH) and role flags.
 // Parsing and building ask this table instead of switching on opcodes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Cheap look at a frame's destination QPN, without validating the frame: used
 // by a worker to decide which worker owns a packet before handing it over. The
 // owner runs the full parse_frame (bounds, lengths, ICRC) on it, so a frame

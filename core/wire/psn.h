@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Packet sequence numbers: all 24-bit PSN arithmetic of the project lives here.
 // A PSN is compared only relative to another one: psn_diff() gives the signed
 // distance in [-2^23, 2^23), so "a is before b" is psn_diff(a, b) < 0 and stays

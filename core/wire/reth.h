@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // RDMA Extended Transport Header (IBA 9.3.3): virtual address, R_Key, DMA length.
 #pragma once
 

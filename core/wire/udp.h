@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // UDP header. RoCEv2 uses destination port 4791 and sends checksum 0.
 #pragma once
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Who a client is and what it may use (docs/security.md).
 //
 // Credentials: burstd identifies a client by SO_PEERCRED at connect and keeps a

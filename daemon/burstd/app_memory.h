@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // How burstd reaches the memory an application registers (ibv_reg_mr), and
 // only through descriptors the application opened itself and sent
 // (docs/security.md): its /proc/self/maps (every registration is checked

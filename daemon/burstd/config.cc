@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/config.h"
 
 #include <arpa/inet.h>
@@ -10,6 +11,7 @@
 
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
+#include "port/port.h"
 
 namespace burst::burstd {
 namespace {
@@ -69,13 +71,7 @@ const char* backend_kind_name(BackendKind b) {
   return "loopback";
 }
 
-bool have_dpdk_backend() {
-#ifdef BURSTD_WITH_DPDK
-  return true;
-#else
-  return false;
-#endif
-}
+bool have_dpdk_backend() { return port::have_backend(port::Kind::kDpdk); }
 
 const char* xdp_mode_name(XdpMode m) {
   switch (m) {
@@ -117,8 +113,8 @@ bool set_config_value(Config* c, const std::string& key, const std::string& valu
       c->backend = BackendKind::kLoopback;
     } else if (value == "dpdk") {
       if (!have_dpdk_backend()) {
-        *error = "backend 'dpdk': this burstd was built without DPDK (configure with "
-                 "-DBURST_WITH_DPDK=ON and dpdk-dev); use xdp or loopback";
+        *error = "backend 'dpdk': " + port::missing_backend(port::Kind::kDpdk) +
+                 "; use xdp or loopback";
         return false;
       }
       c->backend = BackendKind::kDpdk;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstd's configuration: /etc/burst/burstd.conf (INI, keys outside any section)
 // with command-line overrides. Example:
 //
@@ -43,7 +44,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 

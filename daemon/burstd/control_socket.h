@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstd's control socket: a unix SOCK_SEQPACKET socket at a path, so several
 // burstd can run on one machine (one per network namespace, each with its own
 // --socket). Bind() refuses a path that a live daemon answers on, replaces a

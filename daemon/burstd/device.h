@@ -1,13 +1,8 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The burst device that burstd serves: one port on one backend, its workers and
-// the device-wide tables. Built like burst-xfer's network node, long-lived:
-//
-//   xdp:      XdpPort (the roce_steer program on the netdev), one XdpQueue per RX
-//             queue (RSS spreads frames over all of them), worker w serving queues
-//             w, w+N, ... as one QueueSet; Handoff rings between the workers.
-//   dpdk:     DpdkPort (one ethdev: a vdev on a kernel netdev, memif, tap, or a
-//             PCI device), worker w serving RX/TX queue pair w; an ArpAgent
-//             answers ARP when no kernel netdev stands behind the port.
-//   loopback: one ReflectPort per worker (the port hears its own frames).
+// the device-wide tables. The port comes from the assembly burst-xfer uses too
+// (port/port.h: xdp, dpdk or loopback, one file per backend there), opened from
+// burstd's configuration; this file is backend-agnostic.
 //
 // Every worker has its own Engine; QPNs are striped over the workers
 // (EngineConfig qpn_stride = workers, qpn_offset = w), so the worker owning a
@@ -25,17 +20,10 @@
 #include <vector>
 
 #include "core/mr.h"
-#include "core/worker.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/worker.h"
-#include "daemon/net/addr.h"
-
-namespace burst::datapath {
-class XdpPort;
-class XdpQueue;
-class DpdkPort;
-class ArpAgent;
-}  // namespace burst::datapath
+#include "net/addr.h"
+#include "port/port.h"
 
 namespace burst::burstd {
 
@@ -57,18 +45,15 @@ struct DeviceInfo {
   std::string dpdk_driver;  // dpdk: the PMD ("net_af_packet", "net_memif", ...)
   std::string notes;        // fallbacks the backend chose at open, "" if none
   std::vector<std::vector<uint32_t>> worker_queues;  // queue ids per worker
-  // Limits.
-  uint32_t max_qp_per_worker = 0;
-  uint32_t max_cq_per_worker = 0;
-  uint32_t max_pd = 0;
+  // The device limits are abi/burst_limits.h.
 };
 
 class Device {
  public:
-  // Opens the backend (XDP attach, sockets) and builds the workers, not yet
-  // started. Errors are one line naming the fix (from XdpPort / burst_net).
+  // Opens the port (XDP attach, sockets, DPDK port) and builds the workers,
+  // not yet started. Errors are one line naming the fix (from port/, net/).
   static std::unique_ptr<Device> Open(const Config& config, std::string* error);
-  ~Device();  // stops the workers; destroys them, then the queues, then detaches XDP
+  ~Device();  // stops the workers; destroys them, then the port (queues, XDP detach)
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -93,26 +78,11 @@ class Device {
 
  private:
   Device() = default;
-  bool open_xdp(const Config& config, std::string* error);
-  bool open_loopback(const Config& config, std::string* error);
-  bool open_dpdk(const Config& config, std::string* error);
-  core::EngineConfig engine_config(uint32_t w) const;
-  std::vector<std::pair<std::string, uint64_t>> xdp_counters() const;
-  std::vector<std::pair<std::string, uint64_t>> dpdk_counters() const;
 
   DeviceInfo info_;
-  WorkerOptions worker_options_;
-  uint32_t window_pkts_ = 256;
   std::unique_ptr<core::MrTable> mrs_;
-  std::unique_ptr<core::Handoff> handoff_;
-  std::unique_ptr<datapath::XdpPort> xdp_port_;
-  std::vector<std::unique_ptr<datapath::XdpQueue>> xdp_queues_;
-  std::unique_ptr<datapath::ArpAgent> arp_;
-  std::unique_ptr<datapath::DpdkPort> dpdk_port_;
-  std::vector<std::unique_ptr<WorkerBase>> workers_;
+  std::unique_ptr<port::Port> port_;
+  std::vector<std::unique_ptr<WorkerBase>> workers_;  // destroyed before port_
 };
-
-// Whether this burstd was built with the AF_XDP backend.
-bool have_xdp_backend();
 
 }  // namespace burst::burstd

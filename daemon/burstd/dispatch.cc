@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/dispatch.h"
 
 #include <algorithm>
@@ -10,13 +11,33 @@
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "daemon/burstd/access.h"
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
+#include "abi/burst_limits.h"
 
 namespace burst::burstd {
 namespace {
 
 constexpr uint32_t kLoggedErrorsPerSession = 5;
-constexpr uint32_t kMaxCqe = 1u << 20;
+
+// The device limits (abi/burst_limits.h) as HELLO reports them.
+void fill_limits(uint32_t workers, burst_ctl_hello_resp* r) {
+  r->max_qp = BURST_MAX_QP_PER_WORKER * workers;
+  r->max_qp_wr = BURST_MAX_QP_WR;
+  r->max_sge = BURST_MAX_SGE;
+  r->max_cq = BURST_MAX_CQ_PER_WORKER;
+  r->max_cqe = BURST_MAX_CQE;
+  r->max_pd = BURST_MAX_PD;
+  r->max_inline_data = BURST_MAX_INLINE_DATA;
+  r->max_qp_rd_atom = BURST_MAX_RD_ATOMIC;
+  r->max_mr = BURST_MAX_MR;
+  r->max_ah = BURST_MAX_AH;
+  r->max_srq = BURST_MAX_SRQ_PER_WORKER * workers;
+  r->max_srq_wr = BURST_MAX_SRQ_WR;
+  r->max_srq_sge = BURST_MAX_SRQ_SGE;
+  r->max_res_rd_atom = r->max_qp * BURST_MAX_RD_ATOMIC;
+  r->max_msg_sz = BURST_MAX_MSG_SIZE;
+  r->max_mr_size = BURST_MAX_MR_SIZE;
+}
 
 std::string printable(std::string s) {
   for (char& ch : s) {
@@ -257,14 +278,7 @@ void Dispatcher::hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
   const size_t ngids = std::min<size_t>(info.gids.size(), BURST_CTL_MAX_GIDS);
   r->gid_count = static_cast<uint16_t>(ngids);
   for (size_t i = 0; i < ngids; ++i) std::memcpy(r->gids[i], info.gids[i].data(), 16);
-  r->max_qp = info.max_qp_per_worker * device_.workers();
-  r->max_qp_wr = core::kMaxQpWr;
-  r->max_sge = core::kMaxSge;
-  r->max_cq = info.max_cq_per_worker;
-  r->max_cqe = kMaxCqe;
-  r->max_pd = info.max_pd;
-  r->max_inline_data = core::kMaxInlineData;
-  r->max_qp_rd_atom = core::kMaxRdAtomic;
+  fill_limits(device_.workers(), r);
   BURSTD_INFO("client %u: '%s' pid %d uid %u gid %u, protocol version %u", s.id, s.name.c_str(),
               static_cast<int>(s.pid), static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid),
               v);

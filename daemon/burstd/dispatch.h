@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control protocol, server side: one Session per connection, one request in,
 // one response out. Framing and validation (ctl_codec), version negotiation,
 // HELLO-first, then the op handlers: queries (dispatch_query.cc) and resources
@@ -18,7 +19,7 @@
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The query ops: QUERY_STATUS, QUERY_WORKERS, QUERY_COUNTERS, QUERY_QPS.
 // Worker state is copied on each worker's own thread (a command), never read
 // from the control thread while a worker writes it.

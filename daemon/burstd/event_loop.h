@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control thread's event loop: epoll over the listening socket, the clients,
 // a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored) and a
 // timerfd for the periodic client check (exec / credential changes).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstd's log: one line per event on stderr. Under systemd (JOURNAL_STREAM set)
 // lines carry the sd-daemon priority prefix ("<3>", "<6>" ...) so the journal
 // records their level; otherwise they read "burstd: [level: ]message".

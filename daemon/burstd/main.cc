@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstd: the burst daemon. Runs in the foreground (systemd Type=notify), logs
 // to stderr, serves the control socket, owns the datapath of one port.
 //

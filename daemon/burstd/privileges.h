@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstd's privileges (issue 12; the threat model is docs/security.md).
 //
 // burstd starts as root, or with the capabilities its backend's start-up needs

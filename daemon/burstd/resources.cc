@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/resources.h"
 
 #include <algorithm>
@@ -7,9 +8,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "abi/burst_limits.h"
 #include "core/qp.h"
 #include "daemon/burstd/log.h"
-#include "daemon/net/neigh.h"
+#include "net/neigh.h"
 #include "shm/layout.h"
 
 namespace burst::burstd {
@@ -235,8 +237,7 @@ int Resources::dealloc_pd(uint32_t client, uint32_t handle) {
 int Resources::create_cq(uint32_t client, uint32_t cqe, uint32_t* handle, uint32_t* actual) {
   Client* c = find(client);
   if (c == nullptr) return ENOENT;
-  constexpr uint32_t kMaxCqe = 1u << 20;  // the Engine's largest CQ
-  if (cqe == 0 || cqe > kMaxCqe) return EINVAL;
+  if (cqe == 0 || cqe > BURST_MAX_CQE) return EINVAL;
   if (int e = check_cap(*c, Object::kCq); e != 0) return e;
   *handle = take_handle(*c);
   Cq& cq = c->cqs[*handle];
@@ -383,7 +384,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
     specs[0].kind = BURST_SHM_RING_SQ;
     specs[0].handle = qpn;
     specs[0].max_sge = cap.max_send_sge;
-    specs[0].max_inline = std::min<uint32_t>(cap.max_inline_data, BURST_SHM_MAX_INLINE);
+    specs[0].max_inline = cap.max_inline_data;  // <= BURST_MAX_INLINE_DATA (Engine::create_qp)
     specs[0].geom.log2_entries = shm::Log2Ceil(std::max<uint32_t>(cap.max_send_wr, 2));
     specs[0].geom.entry_size = shm::SendEntrySize(specs[0].max_sge, specs[0].max_inline);
     specs[1].kind = BURST_SHM_RING_RQ;
@@ -611,7 +612,7 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
       (req.access & core::kAccessLocalWrite) == 0) {
     return EINVAL;
   }
-  if (req.addr + req.length < req.addr) return EINVAL;
+  if (req.addr + req.length < req.addr || req.length > BURST_MAX_MR_SIZE) return EINVAL;
   // Memory is reached only through what the client handed over (ATTACH_MEMORY).
   if (c->revoked || !c->attached) return EACCES;
   if (int e = check_cap(*c, Object::kMr); e != 0) return e;

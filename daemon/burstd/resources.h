@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The objects clients create (PDs, CQs, QPs), per client, with per-client
 // handles: a client can name only what it created. Every operation that touches
 // an Engine runs on the worker owning it (WorkerBase::run).
@@ -38,7 +39,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/shm_plane.h"
 #include "shm/region.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Resources: the client's memory descriptors, revocation, per-user caps and
 // the memlock budget (resources.h, docs/security.md).
 #include <unistd.h>

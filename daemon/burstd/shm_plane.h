@@ -1,5 +1,6 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The data path between applications and burstd: the shared-memory rings of
-// shm/burst_shm_abi.h joined to the transport Engines.
+// abi/burst_shm_abi.h joined to the transport Engines.
 //
 //   application (provider)                       burstd worker w (ShmPlane)
 //   post_send: WQE -> SQ ring, doorbell(w) ---->  poll(): doorbell records name
@@ -35,6 +36,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "abi/burst_limits.h"
 #include "core/engine.h"
 #include "core/status.h"
 #include "shm/doorbell.h"
@@ -108,7 +110,7 @@ class ShmCq {
 // Address handles for UD sends, device-wide. Slots never move.
 class AhTable {
  public:
-  static constexpr uint32_t kSlots = 1u << 14;
+  static constexpr uint32_t kSlots = BURST_MAX_AH + 1;  // handle 0 is never an AH
   AhTable();
   // Control thread. 0 when full.
   uint32_t add(uint32_t client, const core::Address& ah);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/worker.h"
 
 #include <poll.h>
@@ -66,7 +67,7 @@ std::shared_ptr<Command> CommandQueue::pop() {
 }
 
 WorkerBase::~WorkerBase() {
-  // BackendWorker's destructor stopped the thread before its members went away.
+  // PortWorker's destructor stopped the thread before its members went away.
   if (wake_fd_ >= 0) close(wake_fd_);
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Worker threads of burstd. Each worker owns one transport Engine, its datapath
 // queues and the core::Worker poll loop joining them; every call into that
 // Engine (datapath and control) runs on the worker's thread. The control thread
@@ -29,7 +30,7 @@
 #include "core/engine.h"
 #include "core/worker.h"
 #include "daemon/burstd/shm_plane.h"
-#include "datapath/datapath.h"
+#include "port/port.h"
 
 namespace burst::burstd {
 
@@ -140,57 +141,45 @@ class WorkerBase {
 
 uint64_t monotonic_ns();
 
-// A worker over backend B (one instantiation per backend: direct calls, no
-// virtual dispatch in the loop). Owns its backend object, copy engine, Engine
-// and core::Worker, destroyed in that reverse order.
-template <datapath::Backend B>
-class BackendWorker final : public WorkerBase {
+// A worker over one port's queues: the port assembly (port/port.h) hands it
+// its WorkerLoop (the queues and the core::Worker<B> over them, instantiated
+// once per backend: direct calls inside; one virtual call per loop iteration).
+// Owns its copy engine, Engine and loop, destroyed in that reverse order.
+class PortWorker final : public WorkerBase {
  public:
-  using StatsHook = std::function<void(B&, WorkerStats*)>;
-
-  BackendWorker(uint32_t index, const WorkerOptions& options, const core::EngineConfig& config,
-                core::MrTable& mrs, std::unique_ptr<B> port, core::Handoff* handoff, StatsHook hook)
+  PortWorker(uint32_t index, const WorkerOptions& options, const core::EngineConfig& config,
+             core::MrTable& mrs, port::Port& port)
       : WorkerBase(index, options),
-        port_(std::move(port)),
         engine_(config, mrs, copier_),
-        worker_(engine_, *port_, handoff, index),
-        hook_(std::move(hook)) {
-    if constexpr (requires(B& b) { b.queue(0).fd(); }) {
-      for (size_t i = 0; i < port_->size(); ++i) {
-        if (port_->queue(i).fd() >= 0) sleep_fds_.push_back(port_->queue(i).fd());
-      }
-    }
+        loop_(port.make_loop(index, engine_)) {
+    sleep_fds_ = loop_->wait_fds();
   }
-  ~BackendWorker() override { stop(); }
+  ~PortWorker() override { stop(); }
 
   core::Engine& engine() override { return engine_; }
   void stats(WorkerStats* out) override {
     base_stats(out);
-    out->loop = worker_.counters();
+    out->loop = loop_->counters();
     out->engine = engine_.counters();
-    if (hook_) hook_(*port_, out);
+    loop_->queue_stats(&out->queue_ids, &out->backend);
   }
 
  private:
   void thread_main() override {
-    if constexpr (requires(B& b) { b.queue(0).on_thread_start(); }) {
-      for (size_t i = 0; i < port_->size(); ++i) port_->queue(i).on_thread_start();
-    }
+    loop_->on_thread_start();
     while (!stop_requested()) {
       bool worked = drain_commands();
       const uint64_t now = monotonic_ns();
       worked |= plane_.poll(engine_, now);  // applications' work requests
-      worked |= worker_.poll_once(now);
+      worked |= loop_->poll_once(now);
       worked |= plane_.deliver(engine_);  // completions to the applications' CQ rings
       back_off(worked);
     }
   }
 
-  std::unique_ptr<B> port_;
   core::CopyEngine copier_;
   core::Engine engine_;
-  core::Worker<B> worker_;
-  StatsHook hook_;
+  std::unique_ptr<port::WorkerLoop> loop_;
 };
 
 }  // namespace burst::burstd

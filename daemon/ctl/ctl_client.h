@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // A blocking client of burstd's control socket: connect, HELLO, one request at a
 // time. Used by burstctl and the tests. (The verbs provider, which must not
 // depend on libstdc++, speaks the same protocol with provider/ctl_conn.cc.)
@@ -10,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::ctl {
 

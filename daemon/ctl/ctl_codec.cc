@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/ctl/ctl_codec.h"
 
 #include <cerrno>
@@ -145,17 +146,13 @@ RequestCheck check_request(const void* msg, size_t len) {
 }
 
 int check_response(const void* msg, size_t len, uint16_t op, uint64_t request_id) {
-  if (len < kHdr) return EBADMSG;
+  if (int e = burst_ctl_check_response_hdr(msg, len, op, request_id); e != 0) return e;
   burst_ctl_hdr h;
   std::memcpy(&h, msg, kHdr);
-  if (h.magic != BURST_CTL_MAGIC) return EPROTO;
-  if (h.op != (op | BURST_CTL_RESPONSE) || h.request_id != request_id) return EPROTO;
-  if (h.length != len) return EBADMSG;
-  if (h.status < 0) return EBADMSG;
   const OpSpec* spec = find_op(op);
   if (spec == nullptr) return EPROTO;
-  // An error response is the header alone, except HELLO, which keeps its body.
-  if (h.status != 0 && op != BURST_CTL_OP_HELLO) return len == kHdr ? 0 : EBADMSG;
+  // An error response is the header alone (checked above), except HELLO's.
+  if (h.status != 0 && op != BURST_CTL_OP_HELLO) return 0;
   if (spec->response_entries == 0) return len == spec->response_size ? 0 : EBADMSG;
   if (len < spec->response_entries) return EBADMSG;
   const uint32_t count = list_count(op, static_cast<const uint8_t*>(msg));
@@ -166,21 +163,11 @@ int check_response(const void* msg, size_t len, uint16_t op, uint64_t request_id
 
 void init_request(burst_ctl_hdr* h, uint16_t op, uint32_t length, uint16_t version,
                   uint64_t request_id) {
-  h->magic = BURST_CTL_MAGIC;
-  h->version = version;
-  h->op = op;
-  h->length = length;
-  h->status = 0;
-  h->request_id = request_id;
+  burst_ctl_init_request(h, op, length, version, request_id);
 }
 
 void init_response(burst_ctl_hdr* h, const burst_ctl_hdr& req, uint32_t length, int status) {
-  h->magic = BURST_CTL_MAGIC;
-  h->version = req.version;
-  h->op = static_cast<uint16_t>(req.op | BURST_CTL_RESPONSE);
-  h->length = length;
-  h->status = status;
-  h->request_id = req.request_id;
+  burst_ctl_init_response(h, &req, length, status);
 }
 
 uint16_t negotiate_version(uint16_t client_min, uint16_t client_max) {

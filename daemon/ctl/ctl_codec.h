@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation helpers of the burst control protocol
-// (daemon/ctl/burst_ctl_proto.h), shared by burstd, burstctl, tests and later
-// the verbs provider. No dependencies beyond libc; nothing here allocates except
-// the string helpers.
+// (abi/burst_ctl_proto.h) for burstd, burstctl and tests: the op table, request
+// checks and the C++ face of the header framing in abi/burst_ctl_proto.h (which
+// the verbs provider uses directly). No dependencies beyond libc; nothing here
+// allocates except the string helpers.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::ctl {
 
@@ -40,11 +42,12 @@ struct RequestCheck {
 };
 RequestCheck check_request(const void* msg, size_t len);
 
-// Checks a response to the request (op, request_id) in msg[0, len): magic, op,
-// id, length field, and the size for the op (list ops: count * entry). Returns 0
-// or EBADMSG / EPROTO. The status field is not interpreted here.
+// Checks a response to the request (op, request_id) in msg[0, len): the header
+// (burst_ctl_check_response_hdr) and the size for the op (list ops: count *
+// entry). Returns 0 or EBADMSG / EPROTO. The status field is not interpreted here.
 int check_response(const void* msg, size_t len, uint16_t op, uint64_t request_id);
 
+// burst_ctl_init_request / burst_ctl_init_response.
 void init_request(burst_ctl_hdr* h, uint16_t op, uint32_t length, uint16_t version,
                   uint64_t request_id);
 // A response header for `req` (op | BURST_CTL_RESPONSE, its id and version).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // DpdkPort: one DPDK ethdev port that burst owns (control plane), and the
 // process-wide EAL it needs.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // DpdkQueue: one RX/TX queue pair of a DpdkPort, owned by one worker; the DPDK
 // implementation of the datapath Backend concept (datapath/datapath.h). Its
 // header carries no DPDK include, so the daemon and tools compile without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "datapath/loopback/loopback.h"
 
 #include <cstring>
@@ -20,22 +21,16 @@ bool LoopbackWire::alloc(uint32_t* idx) {
   return true;
 }
 
-bool LoopbackWire::set_faults(int side, const LoopbackFaults& f) {
-#ifdef BURST_TESTING
+size_t LoopbackWire::in_flight(int side) const {
+  return dir_[side].queue.size() + dir_[side].held.size();
+}
+
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+void LoopbackWire::set_faults(int side, const LoopbackFaults& f) {
   Direction& d = dir_[side ^ 1];
   d.faults = f;
   d.faulty = f.drop > 0 || f.duplicate > 0 || f.reorder > 0 || f.corrupt > 0;
   d.rng.seed(f.seed);
-  return true;
-#else
-  (void)side;
-  (void)f;
-  return false;
-#endif
-}
-
-size_t LoopbackWire::in_flight(int side) const {
-  return dir_[side].queue.size() + dir_[side].held.size();
 }
 
 void LoopbackWire::age_held(Direction& d) {
@@ -51,15 +46,8 @@ void LoopbackWire::age_held(Direction& d) {
   }
 }
 
-void LoopbackWire::transmit(int from, uint32_t idx, uint32_t len) {
-  Direction& d = dir_[from ^ 1];
+void LoopbackWire::transmit_faulty(int from, Direction& d, uint32_t idx, uint32_t len) {
   LoopbackCounters& c = port(from).counters_;
-  lens_[idx] = len;
-  if (!d.faulty) {
-    d.queue.push_back(idx);
-    return;
-  }
-#ifdef BURST_TESTING
   std::uniform_real_distribution<double> u(0.0, 1.0);
   if (u(d.rng) < d.faults.drop) {
     ++c.dropped;
@@ -88,7 +76,19 @@ void LoopbackWire::transmit(int from, uint32_t idx, uint32_t len) {
   }
   d.queue.push_back(idx);
   age_held(d);
+}
 #endif
+
+void LoopbackWire::transmit(int from, uint32_t idx, uint32_t len) {
+  Direction& d = dir_[from ^ 1];
+  lens_[idx] = len;
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  if (d.faulty) {
+    transmit_faulty(from, d, idx, len);
+    return;
+  }
+#endif
+  d.queue.push_back(idx);
 }
 
 uint32_t LoopbackPort::rx_burst(Frame* frames, uint32_t n) {

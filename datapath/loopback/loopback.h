@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // In-process datapath: two ports joined by a simulated wire, for tests and for
-// running two engines in one process. With BURST_TESTING the wire injects
+// running two engines in one process. With BURST_TEST_HOOKS the wire injects
 // faults (drop, reorder, duplicate, corrupt) from a seeded generator, so a
-// failing run can be replayed exactly.
+// failing run can be replayed exactly; without it (release builds) the fault
+// knobs do not exist.
 //
 // Threading: a LoopbackWire and both of its ports are used by one thread (the
 // test driving both engines). Not for cross-thread use.
@@ -17,6 +19,7 @@
 
 namespace burst::datapath {
 
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
 struct LoopbackFaults {
   double drop = 0.0;           // probability a frame is lost
   double duplicate = 0.0;      // probability a frame is delivered twice
@@ -25,6 +28,7 @@ struct LoopbackFaults {
   uint32_t reorder_depth = 8;  // a held-back frame is released after at most this many others
   uint64_t seed = 1;
 };
+#endif
 
 struct LoopbackCounters {
   uint64_t tx_frames = 0;
@@ -77,9 +81,10 @@ class LoopbackWire {
 
   LoopbackPort& port(int side) { return side == 0 ? a_ : b_; }
 
-  // Faults on frames sent by `side` (0 or 1). Only with BURST_TESTING; a
-  // release build refuses to configure faults (returns false).
-  bool set_faults(int side, const LoopbackFaults& f);
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  // Faults on frames sent by `side` (0 or 1).
+  void set_faults(int side, const LoopbackFaults& f);
+#endif
   // Frames queued towards `side` plus frames held back for reordering.
   size_t in_flight(int side) const;
   uint32_t frame_bytes() const { return frame_bytes_; }
@@ -91,9 +96,11 @@ class LoopbackWire {
     std::deque<uint32_t> queue;  // buffer indices ready to be received
     std::deque<uint32_t> held;   // held back (reorder), released later
     std::vector<uint32_t> held_age;
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
     LoopbackFaults faults;
     bool faulty = false;
     std::mt19937_64 rng{1};
+#endif
   };
 
   uint8_t* buf(uint32_t idx) { return storage_.get() + static_cast<size_t>(idx) * frame_bytes_; }
@@ -101,7 +108,11 @@ class LoopbackWire {
   void release(uint32_t idx) { free_.push_back(idx); }
   // Moves one frame from the sender `from` onto the wire towards the other side.
   void transmit(int from, uint32_t idx, uint32_t len);
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  // transmit() with the direction's faults applied.
+  void transmit_faulty(int from, Direction& d, uint32_t idx, uint32_t len);
   void age_held(Direction& d);
+#endif
 
   uint32_t frame_bytes_;
   uint32_t queue_limit_;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Configuration and error type of the AF_XDP backend (XdpPort / XdpQueue).
 #pragma once
 
@@ -27,8 +28,18 @@ enum class HugepageMode : uint8_t {
   kRequire,  // 2 MB hugepages or fail
 };
 
+// The netdev as its caller found it (net::query_netdev): XdpPort does not
+// query the netdev itself.
+struct XdpNetdev {
+  int ifindex = 0;
+  uint32_t mtu = 0;         // L3 MTU
+  uint32_t rx_queues = 1;   // receive queues in use (what rx_queue_index ranges over)
+  uint32_t max_queues = 1;  // largest queue count the device can be configured to
+};
+
 struct XdpConfig {
   std::string netdev;
+  XdpNetdev netdev_info;  // required (ifindex 0 is an error)
   std::vector<uint32_t> queues;  // queue ids this process opens (one XdpQueue each)
   uint32_t frame_size = 4096;    // UMEM chunk bytes: 2048 or 4096 (kernel limit 4096)
   uint32_t num_frames = 4096;    // UMEM chunks per queue; half receive, half transmit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "datapath/xdp/xdp_port.h"
 
 #include <bpf/bpf.h>
@@ -7,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -195,15 +197,16 @@ std::unique_ptr<XdpPort> XdpPort::Open(const XdpConfig& config, XdpError* error)
                      "): it needs CONFIG_XDP_SOCKETS=y"};
     return nullptr;
   }
-  xdp_sys::NetdevInfo info;
-  if (XdpError e = xdp_sys::QueryNetdev(config.netdev, &info); e) {
-    *error = e;
+  const XdpNetdev& info = config.netdev_info;
+  if (info.ifindex <= 0 || info.mtu == 0) {
+    *error = {EINVAL, "XdpConfig for '" + config.netdev +
+                          "' carries no netdev facts (fill netdev_info from net::query_netdev)"};
     return nullptr;
   }
   port->ifindex_ = info.ifindex;
   port->netdev_mtu_ = info.mtu;
-  port->queue_count_ = info.rx_queues;
-  port->max_queues_ = info.max_queues;
+  port->queue_count_ = std::max<uint32_t>(info.rx_queues, 1);
+  port->max_queues_ = std::max(info.max_queues, port->queue_count_);
   for (uint32_t q : config.queues) {
     if (q >= port->queue_count_) {
       *error = {EINVAL, "queue " + std::to_string(q) + " does not exist: '" + config.netdev +

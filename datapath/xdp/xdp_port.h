@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // XdpPort: the roce_steer XDP program on one netdev (control plane).
 //
 // Open() loads the program (embedded object, or XdpConfig::bpf_object), sizes

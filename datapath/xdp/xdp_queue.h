@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // XdpQueue: one AF_XDP socket on one (netdev, queue), owned by one worker; the
 // AF_XDP implementation of the datapath Backend concept (datapath/datapath.h).
 //

@@ -1,11 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "datapath/xdp/xdp_sys.h"
 
 #include <bpf/libbpf.h>
 #include <linux/capability.h>
-#include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -76,19 +73,6 @@ namespace {
 
 XdpError Fail(int code, std::string message) { return XdpError{code, std::move(message)}; }
 
-// ioctl(SIOCETHTOOL) on a throw-away socket; returns 0 or an errno value.
-int EthtoolIoctl(const std::string& name, void* cmd) {
-  const int fd = socket(AF_LOCAL, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
-  ifreq ifr{};
-  std::snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name.c_str());
-  ifr.ifr_data = static_cast<char*>(cmd);
-  const int rc = ioctl(fd, SIOCETHTOOL, &ifr);
-  const int err = rc < 0 ? errno : 0;
-  close(fd);
-  return err;
-}
-
 bool HasCap(const __user_cap_data_struct* data, int cap) {
   return (data[cap / 32].effective & (1u << (cap % 32))) != 0;
 }
@@ -119,44 +103,6 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 }  // namespace
-
-XdpError QueryNetdev(const std::string& name, NetdevInfo* out) {
-  if (name.empty() || name.size() >= IFNAMSIZ) {
-    return Fail(EINVAL, "netdev name '" + name + "' is empty or longer than 15 characters");
-  }
-  const unsigned idx = if_nametoindex(name.c_str());
-  if (idx == 0) {
-    return Fail(ENODEV, "netdev '" + name +
-                            "' does not exist in this network namespace (check `ip link`; to "
-                            "run inside a netns use `nsenter --net=/run/netns/NAME`)");
-  }
-  out->ifindex = static_cast<int>(idx);
-
-  const int fd = socket(AF_LOCAL, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Fail(errno, std::string("socket(AF_LOCAL): ") + std::strerror(errno));
-  ifreq ifr{};
-  std::snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name.c_str());
-  const int rc = ioctl(fd, SIOCGIFMTU, &ifr);
-  const int err = rc < 0 ? errno : 0;
-  close(fd);
-  if (err != 0) return Fail(err, "SIOCGIFMTU on '" + name + "': " + std::strerror(err));
-  out->mtu = static_cast<uint32_t>(ifr.ifr_mtu);
-
-  ethtool_channels ch{};
-  ch.cmd = ETHTOOL_GCHANNELS;
-  const int eerr = EthtoolIoctl(name, &ch);
-  if (eerr == 0) {
-    // Drivers report queues as rx/tx or combined channels; take what RX uses.
-    out->rx_queues = std::max({ch.rx_count, ch.combined_count, 1u});
-    out->max_queues = std::max({ch.max_rx, ch.max_tx, ch.max_combined, out->rx_queues});
-  } else if (eerr == EOPNOTSUPP) {
-    out->rx_queues = 1;  // no channel API: one queue
-    out->max_queues = 1;
-  } else {
-    return Fail(eerr, "ETHTOOL_GCHANNELS on '" + name + "': " + std::strerror(eerr));
-  }
-  return {};
-}
 
 std::string MissingCapabilities() {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};

@@ -1,5 +1,7 @@
-// System helpers of the AF_XDP backend: netdev queries, capabilities, process
-// identity, UMEM memory, libbpf log capture. Control plane only.
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// System helpers of the AF_XDP backend: capabilities, process identity, UMEM
+// memory, libbpf log capture. Control plane only. (The netdev is queried by the
+// caller through net/ and handed over in XdpConfig::netdev_info.)
 #pragma once
 
 #include <sys/types.h>
@@ -11,16 +13,6 @@
 #include "datapath/xdp/xdp_config.h"
 
 namespace burst::datapath::xdp_sys {
-
-struct NetdevInfo {
-  int ifindex = 0;
-  uint32_t mtu = 0;         // L3 MTU of the netdev
-  uint32_t rx_queues = 1;   // receive queues in use (what rx_queue_index ranges over)
-  uint32_t max_queues = 1;  // largest queue count the device can be configured to
-};
-
-// Fills `out` for the netdev `name` of the calling thread's network namespace.
-XdpError QueryNetdev(const std::string& name, NetdevInfo* out);
 
 // Names of required capabilities the process lacks ("" when it has all).
 std::string MissingCapabilities();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libburst-shim.so: completion channels for libibverbs on a kernel without
 // RDMA (what and why: burst_shim.h). Preloaded into every process `burstctl
 // run` starts, most of which never touch verbs, so:
@@ -29,8 +30,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 
 #define BURST_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burstd's privileges and control-socket policy (loopback backend; root):
 #   - default: every thread keeps exactly the loopback set of privileges.h
 #     (none: CapPrm = CapEff = CapBnd = 0), nothing inheritable or ambient,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burstd on the DPDK backend: bad input gives one clear error and exit 1 (never
 # a crash, never a half-started daemon), and a good configuration comes up.
 #   - backend dpdk with neither dpdk_port nor netdev; a port without netdev and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burstd with the loopback backend, driven over its control socket (no root):
 #   - start-up: config file + flag overrides, sd_notify READY=1 to $NOTIFY_SOCKET;
 #   - the control protocol end to end (ctl_test_client scenario): HELLO, PD, CQ,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burstd with the AF_XDP backend in private network namespaces joined by a veth
 # pair (2 queues each side; burstd on v0 in namespace A, the peer v1 in B):
 #   - `burstd --backend xdp --netdev v0 --workers 2` starts; burstctl status

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Capability checks of a running burstd (sourced by the burstd_*_test.sh scripts).
 #   caps_expected NAME...   hex mask of the named capabilities that this shell
 #                           holds (burstd keeps only what it started with)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The control protocol without a socket: encode/decode and validation in
 // ctl_codec, and burstd's Dispatcher fed directly (bad lengths, unknown ops,
 // wrong versions, random bytes: error responses, never a crash), resources with
@@ -17,7 +18,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // A small client of burstd's control protocol for the shell tests.
 //
 //   ctl_test_client scenario SOCK [--dgid GID]
@@ -31,7 +32,7 @@
 
 #include "daemon/ctl/ctl_client.h"
 #include "daemon/ctl/ctl_codec.h"
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 
 namespace {
 

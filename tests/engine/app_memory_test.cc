@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstd's classification of application memory (daemon/burstd/app_memory.h),
 // through the descriptors a client hands over (its own /proc/self/maps, and the
 // file behind a shared mapping): shared file mappings of a child process

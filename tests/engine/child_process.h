@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // A forked child process that owns some memory and waits: the "application" of
 // the memory-space tests. The child runs `setup` (which maps or allocates what
 // the test needs and returns up to kMaxValues numbers, usually addresses),

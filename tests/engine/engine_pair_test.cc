@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Engine pairs over the loopback datapath: every RC operation and UD, message
 // sizes 0 B .. 16 MB, MTU 1024 and 4096, with seeded loss, reordering,
 // duplication and corruption in both directions. Every byte is verified, and

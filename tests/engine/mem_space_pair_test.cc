@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Engine pairs over the loopback wire where MRs live in forked child processes
 // (core::MemSpaces, process_vm_readv/writev): the requester's, the responder's
 // or both sides' memory in a child. Every RC operation, 0 B .. 1 MB, MTU 1024 and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // core::MemSpaces against a forked child process (reads, writes, atomics, ids,
 // the child's exit) and the CopyEngine's placement into other spaces (batching
 // into process_vm_writev calls, order, failures reported by tag).

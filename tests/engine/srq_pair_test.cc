@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Shared receive queues between engine pairs over the loopback wire: several RC
 // QPs of side 1 share one SRQ and receive SENDs (multi-packet, two SGEs per
 // WQE, with and without immediate) from their peers on side 0, clean and under

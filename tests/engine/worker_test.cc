@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Worker<Backend> with several workers on one port: frames that arrive on one
 // worker's queue for a QP of another worker are handed over through the SPSC
 // rings and processed by the owner; QPNs of the engines never collide.

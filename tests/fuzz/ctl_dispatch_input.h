@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The input format of fuzz_ctl_dispatch, shared by the fuzzer and its seed
 // generator (ctl_dispatch_seeds). One input is one client connection:
 //
@@ -33,7 +34,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::fuzz_ctl {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Writes the seed corpus of fuzz_ctl_dispatch (input format:
 // ctl_dispatch_input.h): connections that do what the verbs provider does
 // (HELLO, ATTACH_MEMORY, ALLOC_PD, CREATE_CQ, CREATE_QP, MODIFY_QP to RTS,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libFuzzer target for burstd's control plane: the Dispatcher (framing,
 // HELLO-first, versions, descriptor rules, revocation) and the Resources
 // handlers behind it, over one loopback Device kept across inputs. Each input
@@ -64,7 +65,8 @@
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/resources.h"
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
+#include "abi/burst_limits.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "tests/fuzz/ctl_dispatch_input.h"
 
@@ -634,7 +636,7 @@ core::MrTable& mrs() { return g->device->mrs(); }
 // The host address an lkey resolves to for [iova, iova + len), and its space;
 // nullptr when no PD of the table accepts the key.
 uint8_t* resolve(uint32_t lkey, uint64_t iova, uint32_t len, uint32_t* space) {
-  const uint32_t max_pd = g->device->info().max_pd;
+  const uint32_t max_pd = BURST_MAX_PD;
   for (uint32_t pd = 1; pd <= max_pd; ++pd) {
     if (!mrs().pd_valid(pd)) continue;
     core::WcStatus err;
@@ -1129,7 +1131,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(mrs().mr_count() == 0, "%u MRs left after close_session", mrs().mr_count());
   FUZZ_CHECK(mrs().spaces().attached() == 0, "%u memory spaces left after close_session",
              mrs().spaces().attached());
-  for (uint32_t pd = 1; pd <= g->device->info().max_pd; ++pd) {
+  for (uint32_t pd = 1; pd <= BURST_MAX_PD; ++pd) {
     FUZZ_CHECK(!mrs().pd_valid(pd), "table PD %u left after close_session", pd);
   }
   for (const FdId& id : c.kept) {

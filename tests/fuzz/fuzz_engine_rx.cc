@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libFuzzer target for the transport's receive handlers. Parsing alone is
 // covered by fuzz_parse_frame; here the fuzzer drives the responder, completer
 // and UD receive paths with frames that pass parse_frame (valid ICRC), so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libFuzzer target: parse_frame on arbitrary bytes, with and without ICRC
 // verification. Every accessor of an accepted PacketView is exercised, its
 // invariants are checked, and the packet is rebuilt with FrameWriter and parsed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Writes the seed corpus of the packet fuzzers into a directory, one frame per
 // file: every frame of the given pcap files (Linux rxe, IPv4 only), plus one
 // frame per valid opcode built with FrameWriter over IPv6 and over IPv4 with an

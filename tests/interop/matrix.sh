@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The interop matrix: unmodified rdma-core and perftest tools on both sides, burst (burstd over
 # AF_XDP on $INTEROP_BURST_IF, tools under `burstctl run`) against Linux rxe in a guest (one per MTU):
 #   tools      ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_read_lat ib_send_lat

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Smoke test of the rxe guest harness: two Debian 6.1 guests (rdma_rxe) on a bridge in a private
 # network namespace; ib_write_bw and ibv_rc_pingpong rxe <-> rxe between them.
 # Exit 0 = pass, 77 = skipped (no root/qemu/accelerator/kernel package, or no guest boots), 1 = fail.

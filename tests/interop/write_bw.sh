@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burst -> rxe, RDMA WRITE: burst-xfer (AF_XDP on the host end of the veth, $INTEROP_BURST_IF =
 # 10.99.0.1) is the client of a stock `ib_write_bw` server running on Linux rxe in one guest, over
 # perftest's own TCP side channel (burst-xfer --peer perftest). RoCE MTU 1024 (1500-byte link).

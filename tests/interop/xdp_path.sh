@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Path check for the burst side of the interop harness: one rxe guest on the bridge, the host end
 # of the veth ($INTEROP_BURST_IF, 10.99.0.1) with an AF_XDP socket (burst's xsk-raw, burst's steer
 # program) on it. The guest sends RDMA-CM traffic toward 10.99.0.1 (rping: CM REQ MADs to QP1 as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Shared scaffolding of the network-namespace tests (sourced, not run).
 #   netns_require_root REASON          skip (exit 77) unless root
 #   netns_require_tools "HINT" CMD...  skip unless every command exists

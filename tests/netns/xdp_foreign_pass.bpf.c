@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (GPL-2.0 OR BSD-2-Clause)
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * A foreign XDP program (not burst's) for tests/netns: attached with iproute2
  * to check that XdpPort refuses a busy interface instead of replacing it.

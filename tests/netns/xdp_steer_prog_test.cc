@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The roce_steer XDP program's parser, driven with BPF_PROG_TEST_RUN: every
 // case checks the verdict and that exactly the expected per-CPU counter moved.
 // No netdev is involved, so no socket is in the XSKMAP: RoCEv2 frames show up

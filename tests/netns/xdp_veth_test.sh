@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # AF_XDP backend and roce_steer over a veth pair between two private network
 # namespaces (4 rx/tx queues each side):
 #   1. RoCEv2 frames: xsk-raw tx (queues 0,1) -> XDP steer -> xsk-raw rx (queues 0-3),

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Unmodified rdma-core and perftest binaries between two burstd, one per
 # network namespace, joined by a veth pair (AF_XDP backend on each end):
 #   A: a0 10.45.0.1/24   <--veth-->   B: b0 10.45.0.2/24

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Shared by the verbs probes (plain libibverbs programs run under `burstctl
 // run` by the provider tests): a check that prints where it failed and exits 1,
 // and opening burst0.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The burst verbs provider seen by unmodified rdma-core tools, on a kernel
 # without RDMA support: in a private network namespace with a veth pair
 # (v0: 10.44.0.1/24, fd44::1/64) and `burstd --backend loopback --netdev v0`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The ibv_qp_ex work-request builder (provider/qp_ex.cc) on its own: this
 // executable compiles qp_ex.cc with a test double of post_send that copies
 // every chain it is given (WRs, SGEs, inline bytes), so each test asserts on

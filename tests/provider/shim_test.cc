@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libburst-shim.so (provider/shim) without libibverbs: this test links the
 // shim, so its write() and close() interpose on libc's exactly as under
 // LD_PRELOAD, and issues the write() libibverbs 44 issues for
@@ -24,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 
 namespace {
 

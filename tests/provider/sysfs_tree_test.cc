@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The burst-owned sysfs tree (tools/burstctl/sysfs_tree) and the shared device
-// constants (provider/burst_device.h), without root or RDMA packages.
+// constants (abi/burst_device.h), without root or RDMA packages.
 #include "tools/burstctl/sysfs_tree.h"
 
 #include <arpa/inet.h>
@@ -14,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "provider/burst_device.h"
+#include "abi/burst_device.h"
 
 namespace burst::tools {
 namespace {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Completion channels through the real libibverbs, run under `burstctl run`
 // by provider_test.sh (which also runs burstd: opening burst0 connects to it).
 // burstctl preloads libburst-shim.so, so ibv_create_comp_channel()'s write to
@@ -29,7 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_shim.h"
 
 #include "tests/provider/probe_util.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The provider's control path through burstd, seen through the public
 // libibverbs API. Run under `burstctl run --socket SOCK` with burstd running
 // (provider_test.sh does both):

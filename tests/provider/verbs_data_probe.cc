@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Data-path probes through the burst provider, run under `burstctl run`
 // against a loopback burstd (the port hears its own frames, so two RC QPs of
 // one process talk to each other). Plain libibverbs, no test framework: each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The burst provider through the public libibverbs API, run under
 // `burstctl run` by provider_test.sh (it skips when no burst0 device is
 // visible, so running it alone is harmless). It checks what the unmodified

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Issue 12: an unprivileged client must not make burstd (root) reach the memory
 # of a setuid-root program that inherited its pid. Two burstd over AF_XDP, one
 # per private network namespace, joined by a veth pair:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstd's per-user limits and client revocation (issue 12), seen through the
 // public libibverbs API only. Run under `burstctl run` by limits_test.sh, which
 // drives it: one command per line on stdin, one answer line per command on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Issue 12: who may use burst, and how much. One burstd (loopback backend on a
 # veth in a private network namespace) with small per-user caps
 # (max_qps_per_user 4, max_cqs_per_user 4, max_mrs_per_user 8,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The attack of issue 12, with stock libibverbs only (run under `burstctl run`
 // by attack_test.sh): can an unprivileged client make burstd reach the memory
 // of another process image, a setuid-root program, with burstd's privileges?

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* The victim of the security test (attack_test.sh): a stand-in for a setuid-root
  * program holding a secret in memory. The test copies this binary into a
  * root-owned directory and makes it setuid root; an unprivileged process that

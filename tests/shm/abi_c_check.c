@@ -1,6 +1,12 @@
-/* Compiles shm/burst_shm_abi.h as strict C11 (its static assertions run here
- * too) and reports the C view of the layout to the C++ test (layout_test.cc). */
-#include "shm/burst_shm_abi.h"
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* Compiles every header of abi/ as strict C11 (their static assertions run
+ * here too) and reports the C view of the shared-memory layout to the C++ test
+ * (layout_test.cc). */
+#include "abi/burst_ctl_proto.h"
+#include "abi/burst_device.h"
+#include "abi/burst_limits.h"
+#include "abi/burst_shim.h"
+#include "abi/burst_shm_abi.h"
 
 size_t burst_shm_c_layout(int which);
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Micro-benchmarks of the shared-memory fast paths, single thread (the cost
 // of the instructions and atomics, not of cache-line transfers between cores):
 //   doorbell post + consume, one at a time and in bursts of 32;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Doorbell queue with real concurrency: producer threads, producer processes
 // on a memfd, a producer killed with SIGKILL between reserve and commit while
 // others keep posting, and a stalled producer that commits after its
@@ -130,7 +131,7 @@ TEST(ShmDoorbellMp, ProducerProcesses) {
       ShmRegion mine;
       if (!ShmRegion::Map(fd, &mine).ok()) return 2;
       uint32_t log2 = 0;
-      if (!CheckDoorbell(mine.data(), mine.size(), off, &log2).ok()) return 3;
+      if (!CheckDoorbell(mine.data(), mine.size(), off, &log2)) return 3;
       const DoorbellProducer prod(reinterpret_cast<burst_shm_doorbell*>(mine.data() + off), log2);
       return ProduceAll(prod, p + 1, 0, kEach);
     }));
@@ -146,6 +147,7 @@ TEST(ShmDoorbellMp, ProducerProcesses) {
 }
 
 // ---- hooks for the children that stop between reserve and commit ----------
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
 
 int g_hook_report_fd = -1;  // the hook writes the reserved position here
 int g_hook_wait_fd = -1;    // then waits for a byte here (-1: waits forever)
@@ -196,7 +198,7 @@ struct Pipe {
 DoorbellProducer MapProducer(int fd, uint64_t off, ShmRegion* mine) {
   if (!ShmRegion::Map(fd, mine).ok()) _exit(2);
   uint32_t log2 = 0;
-  if (!CheckDoorbell(mine->data(), mine->size(), off, &log2).ok()) _exit(3);
+  if (!CheckDoorbell(mine->data(), mine->size(), off, &log2)) _exit(3);
   return DoorbellProducer(reinterpret_cast<burst_shm_doorbell*>(mine->data() + off), log2);
 }
 
@@ -352,6 +354,12 @@ TEST(ShmDoorbellMp, SlowProducerCommitsAfterReclaim) {
   EXPECT_EQ(t.total, kEach + 1);
   EXPECT_GE(cons.stats().reclaimed, 1u);
 }
+#else
+constexpr const char* kNeedsHooks =
+    "needs the doorbell test hook (cmake -DBURST_TEST_HOOKS=ON, as the default preset)";
+TEST(ShmDoorbellMp, ProducerKilledBetweenReserveAndCommit) { GTEST_SKIP() << kNeedsHooks; }
+TEST(ShmDoorbellMp, SlowProducerCommitsAfterReclaim) { GTEST_SKIP() << kNeedsHooks; }
+#endif
 
 }  // namespace
 }  // namespace burst::shm

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Doorbell queue, single thread, with the consumer's clock under test
 // control: ordering, full/empty, reclaim of a reservation after (and not
 // before) the timeout, late commits after a reclaim, a lap collision, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Region layout, header checks on the provider side, and the memfd region
 // (sealing, mapping in a second place).
 #include "shm/layout.h"
@@ -11,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/region.h"
 #include "shm/spsc_ring.h"
 
@@ -37,9 +38,9 @@ TEST(ShmLayout, EntrySizes) {
   EXPECT_EQ(SendEntrySize(4, 0), 128u);    // 64 + 64
   EXPECT_EQ(SendEntrySize(4, 100), 256u);  // 64 + 100 -> 256
   EXPECT_EQ(SendEntrySize(16, 0), 512u);   // 64 + 256 -> 512
-  EXPECT_EQ(SendEntrySize(2, BURST_SHM_MAX_INLINE), 1024u);
+  EXPECT_EQ(SendEntrySize(2, BURST_MAX_INLINE_DATA), 1024u);
   EXPECT_EQ(SendEntrySize(17, 0), 0u);
-  EXPECT_EQ(SendEntrySize(1, BURST_SHM_MAX_INLINE + 1), 0u);
+  EXPECT_EQ(SendEntrySize(1, BURST_MAX_INLINE_DATA + 1), 0u);
   EXPECT_EQ(RecvEntrySize(1), 32u);
   EXPECT_EQ(RecvEntrySize(4), 128u);  // 16 + 64 -> 128
   EXPECT_EQ(RecvEntrySize(16), 512u);
@@ -69,24 +70,21 @@ TEST(ShmLayout, QpRegionRoundTripThroughTwoMappings) {
   ShmRegion app_side;
   ASSERT_TRUE(ShmRegion::Map(daemon_side.fd(), &app_side).ok());
   ASSERT_NE(app_side.data(), daemon_side.data());
-  ASSERT_TRUE(CheckRegion(app_side.data(), app_side.size(), BURST_SHM_REGION_QP).ok());
+  ASSERT_TRUE(CheckRegion(app_side.data(), app_side.size(), BURST_SHM_REGION_QP));
   burst_shm_region region;
   std::memcpy(&region, app_side.data(), sizeof(region));
   RingGeometry sq, rq;
   ASSERT_TRUE(
-      CheckRing(app_side.data(), app_side.size(), region.part_offset[0], BURST_SHM_RING_SQ, &sq)
-          .ok());
+      CheckRing(app_side.data(), app_side.size(), region.part_offset[0], BURST_SHM_RING_SQ, &sq));
   ASSERT_TRUE(
-      CheckRing(app_side.data(), app_side.size(), region.part_offset[1], BURST_SHM_RING_RQ, &rq)
-          .ok());
+      CheckRing(app_side.data(), app_side.size(), region.part_offset[1], BURST_SHM_RING_RQ, &rq));
   EXPECT_EQ(sq.log2_entries, 6u);
   EXPECT_EQ(sq.entry_size, rings[0].geom.entry_size);
   EXPECT_EQ(rq.log2_entries, 7u);
   // Asking for the wrong kind fails.
   RingGeometry g;
   EXPECT_FALSE(
-      CheckRing(app_side.data(), app_side.size(), region.part_offset[0], BURST_SHM_RING_CQ, &g)
-          .ok());
+      CheckRing(app_side.data(), app_side.size(), region.part_offset[0], BURST_SHM_RING_CQ, &g));
 
   // Provider produces through its mapping, burstd consumes through its own.
   RingProducer prod(app_side.data(), region.part_offset[0], sq);
@@ -113,14 +111,14 @@ TEST(ShmLayout, CheckRingRejectsBadHeaders) {
   InitRingRegion(mem.data(), layout, BURST_SHM_REGION_CQ, 7, cq);
   const uint64_t off = layout.part_offset[0];
   RingGeometry g;
-  ASSERT_TRUE(CheckRing(mem.data(), mem.size(), off, BURST_SHM_RING_CQ, &g).ok());
+  ASSERT_TRUE(CheckRing(mem.data(), mem.size(), off, BURST_SHM_RING_CQ, &g));
 
   auto* ring = reinterpret_cast<burst_shm_ring*>(mem.data() + off);
   const burst_shm_ring good = *ring;
   auto expect_rejected = [&](const char* what, auto mutate) {
     *ring = good;
     mutate(ring);
-    EXPECT_FALSE(CheckRing(mem.data(), mem.size(), off, BURST_SHM_RING_CQ, &g).ok()) << what;
+    EXPECT_FALSE(CheckRing(mem.data(), mem.size(), off, BURST_SHM_RING_CQ, &g)) << what;
   };
   expect_rejected("magic", [](burst_shm_ring* r) { r->magic ^= 1; });
   expect_rejected("version", [](burst_shm_ring* r) { r->abi_version += 1; });
@@ -134,11 +132,11 @@ TEST(ShmLayout, CheckRingRejectsBadHeaders) {
     r->num_entries = 1u << 14;
   });
   *ring = good;
-  EXPECT_FALSE(CheckRing(mem.data(), off + 100, off, BURST_SHM_RING_CQ, &g).ok()) << "short map";
-  EXPECT_FALSE(CheckRing(mem.data(), mem.size(), off + 8, BURST_SHM_RING_CQ, &g).ok()) << "align";
-  EXPECT_FALSE(CheckRing(mem.data(), mem.size(), ~uint64_t{0} - 63, BURST_SHM_RING_CQ, &g).ok());
-  EXPECT_FALSE(CheckRegion(mem.data(), mem.size(), BURST_SHM_REGION_QP).ok()) << "wrong kind";
-  EXPECT_FALSE(CheckRegion(mem.data(), 100, BURST_SHM_REGION_CQ).ok()) << "size beyond map";
+  EXPECT_FALSE(CheckRing(mem.data(), off + 100, off, BURST_SHM_RING_CQ, &g)) << "short map";
+  EXPECT_FALSE(CheckRing(mem.data(), mem.size(), off + 8, BURST_SHM_RING_CQ, &g)) << "align";
+  EXPECT_FALSE(CheckRing(mem.data(), mem.size(), ~uint64_t{0} - 63, BURST_SHM_RING_CQ, &g));
+  EXPECT_FALSE(CheckRegion(mem.data(), mem.size(), BURST_SHM_REGION_QP)) << "wrong kind";
+  EXPECT_FALSE(CheckRegion(mem.data(), 100, BURST_SHM_REGION_CQ)) << "size beyond map";
 }
 
 TEST(ShmLayout, LayoutRejectsInvalidGeometry) {
@@ -159,15 +157,15 @@ TEST(ShmLayout, DoorbellHeaderChecks) {
   std::vector<uint8_t> mem(layout.size);
   InitDoorbellRegion(mem.data(), layout, 3, 8, 1000000);
   uint32_t log2 = 0;
-  ASSERT_TRUE(CheckRegion(mem.data(), mem.size(), BURST_SHM_REGION_DOORBELL).ok());
-  ASSERT_TRUE(CheckDoorbell(mem.data(), mem.size(), layout.part_offset[0], &log2).ok());
+  ASSERT_TRUE(CheckRegion(mem.data(), mem.size(), BURST_SHM_REGION_DOORBELL));
+  ASSERT_TRUE(CheckDoorbell(mem.data(), mem.size(), layout.part_offset[0], &log2));
   EXPECT_EQ(log2, 8u);
   auto* db = reinterpret_cast<burst_shm_doorbell*>(mem.data() + layout.part_offset[0]);
   db->log2_slots = 12;  // num_slots no longer matches, and it would not fit
-  EXPECT_FALSE(CheckDoorbell(mem.data(), mem.size(), layout.part_offset[0], &log2).ok());
+  EXPECT_FALSE(CheckDoorbell(mem.data(), mem.size(), layout.part_offset[0], &log2));
   db->log2_slots = 8;
   EXPECT_FALSE(
-      CheckDoorbell(mem.data(), layout.part_offset[0] + 1000, layout.part_offset[0], &log2).ok());
+      CheckDoorbell(mem.data(), layout.part_offset[0] + 1000, layout.part_offset[0], &log2));
 }
 
 TEST(ShmRegion, SizeIsSealedAgainstTheApplication) {

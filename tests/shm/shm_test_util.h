@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Helpers shared by the shm tests: regions in exact-size heap buffers (so that
 // ASan sees any access outside them), doorbell regions in memfds, child
 // processes with bounded lifetimes, and a monotonic clock.
@@ -17,7 +18,7 @@
 #include <new>
 #include <thread>
 
-#include "shm/burst_shm_abi.h"
+#include "abi/burst_shm_abi.h"
 #include "shm/layout.h"
 #include "shm/region.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer --backend loopback: requester and responder engines in this
 // process, joined by the loopback datapath, driven from one thread.
 #include <cstdio>
@@ -26,6 +27,7 @@ int run_loopback(const Options& o) {
   po.cap.max_recv_wr = 2 * o.depth + 4;
   po.cq_depth = std::max<uint32_t>(4096, 8 * o.qps * (o.depth + 4));
   EnginePair pair(po);
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
   if (o.loss > 0) {
     datapath::LoopbackFaults f;
     f.drop = o.loss;
@@ -33,6 +35,7 @@ int run_loopback(const Options& o) {
     f.seed = 2;
     pair.set_faults(1, f);
   }
+#endif
 
   const uint64_t slot = std::max<uint64_t>(o.size, 1);
   const uint64_t req_region = slot * o.depth;

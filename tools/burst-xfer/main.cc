@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burst-xfer: perftest-style RDMA transfers over the burst transport, run
 // in-process (no daemon): the demo and the native benchmark tool.
 //   --backend loopback: both peers in this process on the loopback datapath.
@@ -13,6 +14,9 @@
 #include <exception>
 
 #include "tools/burst-xfer/xfer.h"
+#ifdef BURST_XFER_WITH_NET
+#include "port/port.h"
+#endif
 
 namespace burst::tools {
 int run_loopback(const Options& o);
@@ -26,11 +30,9 @@ int main(int argc, char** argv) {
   burst::tools::Options o;
   CLI::App app{"burst-xfer: RDMA transfers over the burst transport"};
   std::vector<std::string> backends = {"loopback"};
-#ifdef BURST_XFER_WITH_XDP
-  backends.push_back("xdp");
-#endif
-#ifdef BURST_XFER_WITH_DPDK
-  backends.push_back("dpdk");
+#ifdef BURST_XFER_WITH_NET
+  for (burst::port::Kind k : {burst::port::Kind::kXdp, burst::port::Kind::kDpdk})
+    if (burst::port::have_backend(k)) backends.push_back(burst::port::kind_name(k));
 #endif
   app.add_option("--backend", o.backend, "datapath backend")->check(CLI::IsMember(backends));
   app.add_option("--op", o.op, "operation")
@@ -50,8 +52,10 @@ int main(int argc, char** argv) {
   app.add_option("--lat-out", o.lat_out,
                  "requester: write every message's latency (ns, post to completion), one per "
                  "line, to this file");
-  app.add_option("--loss", o.loss, "loopback only: drop probability per frame (testing builds)")
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  app.add_option("--loss", o.loss, "loopback only: drop probability per frame")
       ->check(CLI::Range(0.0, 0.5));
+#endif
   app.add_option("--netdev", o.netdev, "network backends: the interface to use");
   app.add_option("--workers", o.workers, "network backends: worker threads (one queue each)")
       ->check(CLI::Range(1, 64));

@@ -1,4 +1,6 @@
-// burst-xfer over a network backend (AF_XDP or DPDK, net_port.h): one peer per host.
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// burst-xfer over a network backend (AF_XDP or DPDK, opened by the port assembly
+// burstd uses too: port/port.h): one peer per host.
 //
 //   server: burst-xfer --backend xdp --netdev IF [--workers N]
 //   client: burst-xfer --backend xdp --netdev IF [--workers N] --op ... SERVER
@@ -13,7 +15,6 @@
 // worker k % N on both sides); frames that arrive on another worker's queue are
 // handed over through SPSC rings. The client ends with DONE, the server answers
 // with its statistics.
-#include <arpa/inet.h>
 #include <sched.h>
 
 #include <atomic>
@@ -29,11 +30,8 @@
 #include "core/engine.h"
 #include "core/mr.h"
 #include "core/worker.h"
-#include "daemon/net/addr.h"
-#include "daemon/net/gid_table.h"
-#include "daemon/net/neigh.h"
-#include "daemon/net/netdev.h"
-#include "tools/burst-xfer/net_port.h"
+#include "net/addr.h"
+#include "port/port.h"
 #include "tools/burst-xfer/perftest_compat.h"
 #include "tools/burst-xfer/sidechannel.h"
 #include "tools/burst-xfer/xfer.h"
@@ -70,7 +68,7 @@ std::vector<uint32_t> split_u32(const std::string& s) {
 struct WorkerCtx {
   core::CopyEngine copier;
   std::unique_ptr<core::Engine> engine;
-  std::unique_ptr<WorkerLoop> worker;  // its queues and the poll loop over them
+  std::unique_ptr<port::WorkerLoop> worker;  // its queues and the poll loop over them
   uint32_t cq = 0;
   std::vector<uint32_t> qps;  // global QP indices owned by this worker
   std::vector<std::unique_ptr<QpRequester>> reqs;
@@ -97,15 +95,14 @@ class Node {
   Options o_;
   bool client_;
   Params p_;
-  net::NetdevInfo nd_;
   std::vector<net::Gid> gids_;
+  net::Gid address_gid_{};  // --address, on a port without a kernel netdev
   uint32_t sgid_index_ = 0;
   net::Gid peer_gid_{};
-  std::unique_ptr<NetPort> port_;
-  net::MacAddr peer_mac_{};  // from SETUP: used when no kernel netdev stands behind the port
   core::MrTable mrs_;
   uint32_t pd_ = 0;
-  std::unique_ptr<core::Handoff> handoff_;
+  // Destroyed after workers_ (their loops run on its queues and handoff rings).
+  std::unique_ptr<port::Port> port_;
   std::vector<std::unique_ptr<WorkerCtx>> workers_;
   std::vector<uint32_t> qpns_, psns_;
   std::vector<uint8_t> local_, check_;
@@ -122,31 +119,33 @@ void Node::open_datapath() {
   if (o_.backend == "dpdk" && o_.netdev.empty() && (o_.dpdk_port.empty() || o_.address.empty()))
     fail("--backend dpdk needs --netdev IF (net_af_packet on it, or the kernel netdev behind "
          "--dpdk-port), or --dpdk-port DEVARGS with --address A.B.C.D/LEN for a port without one");
-  if (!o_.netdev.empty()) {
-    net::Status ns = net::query_netdev(o_.netdev, &nd_);
-    if (!ns.ok()) fail(ns.message());
-  } else {
+  port::PortConfig pc;
+  pc.kind = o_.backend == "dpdk" ? port::Kind::kDpdk : port::Kind::kXdp;
+  pc.netdev = o_.netdev;
+  pc.workers = o_.workers;
+  if (o_.netdev.empty()) {
     // A DPDK port with no kernel netdev: its identity comes from the options.
-    nd_.mtu = o_.port_mtu != 0 ? o_.port_mtu : o_.mtu <= 1024 ? 1500 : 9000;
-    const size_t slash = o_.address.find('/');
-    in_addr ip{};
-    unsigned len = 32;
-    if (inet_pton(AF_INET, o_.address.substr(0, slash).c_str(), &ip) != 1 ||
-        (slash != std::string::npos &&
-         (std::sscanf(o_.address.c_str() + slash + 1, "%u", &len) != 1 || len == 0 || len > 32)))
+    pc.mtu = o_.port_mtu != 0 ? o_.port_mtu : o_.mtu <= 1024 ? 1500 : 9000;
+    net::IfAddress a;
+    if (!port::parse_ipv4_prefix(o_.address, &a))
       fail("--address " + o_.address + ": expected A.B.C.D/LEN");
-    nd_.ipv4.push_back(net::IfAddress{net::gid_from_ipv4(ip), static_cast<uint8_t>(len), 0, 0});
+    pc.addresses.push_back(a);
+    address_gid_ = a.addr;
   }
-#ifdef BURST_XFER_WITH_DPDK
-  if (o_.backend == "dpdk") port_ = open_dpdk_port(o_, o_.netdev, nd_.mtu);
-#endif
-#ifdef BURST_XFER_WITH_XDP
-  if (o_.backend == "xdp") port_ = open_xdp_port(o_, nd_.rx_queues);
-#endif
-  if (!port_) fail("backend " + o_.backend + " is not built into this burst-xfer");
-  if (o_.netdev.empty()) nd_.mac = port_->mac();
-  gids_ = net::build_gid_table(nd_);
-  handoff_ = std::make_unique<core::Handoff>(o_.workers, 1024, nd_.mtu + 64);
+  pc.xdp.mode = o_.xdp_mode == "native"    ? datapath::XdpAttachMode::kNative
+                : o_.xdp_mode == "generic" ? datapath::XdpAttachMode::kGeneric
+                                           : datapath::XdpAttachMode::kAuto;
+  pc.xdp.frames = o_.frames;
+  pc.dpdk.devargs = o_.dpdk_port;
+  pc.dpdk.eal = o_.eal;
+  std::string error;
+  port_ = port::open_port(pc, &error);
+  if (!port_) fail(error);
+  const port::PortInfo& pi = port_->info();
+  if (!pi.notes.empty()) std::fprintf(stderr, "burst-xfer: %s\n", pi.notes.c_str());
+  for (const std::string& w : pi.warnings)
+    std::fprintf(stderr, "burst-xfer: warning: %s\n", w.c_str());
+  gids_ = pi.gids;
   for (uint32_t w = 0; w < o_.workers; ++w) workers_.push_back(std::make_unique<WorkerCtx>());
 }
 
@@ -180,7 +179,7 @@ void Node::handshake(SideChannel& sc) {
   net::Gid local{};
   if (!net::parse_gid(sc.local_address(), &local) || !net::parse_gid(sc.peer_address(), &peer_gid_))
     fail("cannot parse the side channel's addresses");
-  if (o_.netdev.empty()) local = nd_.ipv4.front().addr;
+  if (o_.netdev.empty()) local = address_gid_;
   sgid_index_ = UINT32_MAX;
   for (size_t i = 0; i < gids_.size(); ++i)
     if (gids_[i] == local) sgid_index_ = static_cast<uint32_t>(i);
@@ -203,19 +202,12 @@ void Node::create_qps() {
   check(mrs_.reg_mr(pd_, check_.data(), reinterpret_cast<uint64_t>(check_.data()), check_.size(),
                     core::kAccessLocalWrite, &check_lkey_, &unused),
         "reg_mr");
-  core::LocalPort lp;
-  lp.mac = nd_.mac;
-  lp.gids.assign(gids_.begin(), gids_.end());
-  lp.l2_mtu = nd_.mtu + 14;
   for (uint32_t w = 0; w < o_.workers; ++w) {
     WorkerCtx& c = *workers_[w];
-    core::EngineConfig cfg;
-    cfg.port = lp;
-    cfg.qpn_stride = o_.workers;
-    cfg.qpn_offset = w;
+    core::EngineConfig cfg = port_->engine_config(w);
     cfg.window_pkts = o_.window;
     c.engine = std::make_unique<core::Engine>(cfg, mrs_, c.copier);
-    c.worker = port_->make_loop(w, o_.workers, *c.engine, handoff_.get());
+    c.worker = port_->make_loop(w, *c.engine);
     check(c.engine->create_cq(std::max<uint32_t>(4096, 8 * o_.qps * (o_.depth + 4)), &c.cq),
           "create_cq");
   }
@@ -258,14 +250,14 @@ void Node::connect_qps(const std::map<std::string, std::string>& peer) {
         !net::parse_mac(field_str(peer, "mac"), &announced))
       fail("the peer sent no usable gid/mac in SETUP");
     std::string why;
-    if (!port_->resolve(peer_gid_, &dmac, &why))
+    if (port_->resolve_unstarted(peer_gid_, 5000, interrupted, &dmac, &why) != 0)
       fail("cannot resolve " + net::format_gid(peer_gid_) + ": " + why);
     if (dmac != announced)
       fail("ARP says " + net::format_mac(dmac) + " for the peer, which announced " +
            net::format_mac(announced));
   } else {
-    net::Status ns = net::resolve_neighbour(nd_.ifindex, peer_gid_, &dmac);
-    if (!ns.ok()) fail(ns.message());
+    std::string why;
+    if (port_->resolve(peer_gid_, 1000, &dmac, &why) != 0) fail(why);
   }
   for (uint32_t q = 0; q < o_.qps; ++q) {
     WorkerCtx& c = *workers_[q % o_.workers];
@@ -374,7 +366,7 @@ int Node::run() {
                          {"qpns", join(qpns_)},
                          {"psns", join(psns_)},
                          {"gid", net::format_gid(gids_[sgid_index_])},
-                         {"mac", net::format_mac(nd_.mac)}});
+                         {"mac", net::format_mac(port_->info().mac)}});
   connect_qps(sc.recv_line("SETUP", kSetupTimeoutMs));
   sc.send_line("READY", {});
   sc.recv_line("READY", kSetupTimeoutMs);
@@ -438,14 +430,14 @@ int Node::run() {
   }
   if (interrupted() && total.error.empty()) total.error = "interrupted";
   uint64_t handoff = 0;
-  for (auto& w : workers_) handoff += w->worker->handoff_out();
+  for (auto& w : workers_) handoff += w->worker->counters().handoff_out;
   if (client_ && !o_.lat_out.empty() && !write_latency_samples(o_.lat_out, total) &&
       total.error.empty())
     total.error = "cannot write --lat-out";
   const DropReport drops = drop_report(counters);
   std::string extra =
       std::string(" role=") + (client_ ? "client" : "server") +
-      " workers=" + std::to_string(o_.workers) + port_->describe() +
+      " workers=" + std::to_string(o_.workers) + port_->summary() +
       " handoff=" + std::to_string(handoff) + peer_stats;
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
@@ -539,7 +531,7 @@ int Node::run_perftest() {
     total.error = "cannot write --lat-out";
   const DropReport drops = drop_report({&workers_[0]->engine->counters()});
   std::string extra = std::string(" role=client peer=perftest/") + pp.remote_version() +
-                      port_->describe();
+                      port_->summary();
   std::printf("%s\n", summary_line(o_, &total, secs, drops, extra).c_str());
   if (!total.error.empty()) {
     std::fprintf(stderr, "burst-xfer: %s\n", total.error.c_str());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // perftest's TCP side channel, client end (see perftest_compat.h).
 #include "tools/burst-xfer/perftest_compat.h"
 

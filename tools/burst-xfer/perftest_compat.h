@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The TCP side channel of stock perftest (linux-rdma/perftest, as shipped by
 // Debian 12: perftest 4.5-0.17, which reports version "6.06"), so that
 // burst-xfer can face an unmodified ib_write_bw on another host.

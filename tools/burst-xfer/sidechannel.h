@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The TCP side channel of burst-xfer (perftest style): the server listens, the
 // client connects; both exchange one-line text messages ("KEY k=v k=v\n").
 // Every wait is bounded by a timeout; errors throw std::runtime_error with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burst-xfer building blocks shared by the loopback and network modes: the
 // options, the data patterns, and the per-QP requester and responder that post
 // work requests and check completions on one Engine.
@@ -31,7 +32,7 @@ struct Options {
   uint32_t mtu = 4096;
   bool verify = false;
   std::string lat_out;  // requester: latency samples (ns), one per line
-  double loss = 0;
+  double loss = 0;  // --loss: loopback drop probability (BURST_TEST_HOOKS builds only)
   // Network backends.
   std::string netdev;
   uint32_t workers = 1;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstctl: the operator's tool for burst.
 //   burstctl run [--netdev IF] [--root DIR] [--provider PATH] [--socket PATH] -- COMMAND [ARGS...]
 //       runs an unmodified verbs application with the burst device burst0
@@ -13,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/ctl/burst_ctl_proto.h"
+#include "abi/burst_ctl_proto.h"
 #include "tools/burstctl/run.h"
 #include "tools/burstctl/status.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/burstctl/run.h"
 
 #include <linux/netlink.h>
@@ -16,10 +17,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "daemon/ctl/burst_ctl_proto.h"
-#include "daemon/net/netdev.h"
-#include "provider/burst_device.h"
-#include "provider/shim/burst_shim.h"
+#include "abi/burst_ctl_proto.h"
+#include "net/netdev.h"
+#include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 #include "tools/burstctl/sysfs_tree.h"
 
 namespace burst::tools {

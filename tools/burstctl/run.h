@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstctl run: makes a burst device visible to an unmodified verbs application
 // on a kernel without RDMA support, then runs the application.
 //
@@ -15,7 +16,7 @@
 //      when --socket is given (the burstd the provider connects to; made
 //      absolute), LD_PRELOAD=<shim>[:<LD_PRELOAD as inherited>], and exits
 //      with its status (128 + N when it dies of signal N).
-//      The shim (libburst-shim.so, provider/shim/burst_shim.h) answers the
+//      The shim (libburst-shim.so, abi/burst_shim.h) answers the
 //      completion-channel command libibverbs writes to the uverbs node; it is
 //      found like the provider: $BURST_SHIM when set (set and empty: no shim),
 //      else libburst-shim.so in the provider's directory (the build directory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/burstctl/status.h"
 
 #include <algorithm>
@@ -12,7 +13,7 @@
 
 #include "daemon/ctl/ctl_client.h"
 #include "daemon/ctl/ctl_codec.h"
-#include "daemon/net/addr.h"
+#include "net/addr.h"
 
 namespace burst::tools {
 namespace {
@@ -178,7 +179,15 @@ int show_devices(Session& s, const StatusOptions& o) {
                   {"max_cqe", h.max_cqe},
                   {"max_pd", h.max_pd},
                   {"max_inline_data", h.max_inline_data},
-                  {"max_qp_rd_atom", h.max_qp_rd_atom}}}};
+                  {"max_qp_rd_atom", h.max_qp_rd_atom},
+                  {"max_mr", h.max_mr},
+                  {"max_mr_size", h.max_mr_size},
+                  {"max_ah", h.max_ah},
+                  {"max_srq", h.max_srq},
+                  {"max_srq_wr", h.max_srq_wr},
+                  {"max_srq_sge", h.max_srq_sge},
+                  {"max_res_rd_atom", h.max_res_rd_atom},
+                  {"max_msg_sz", h.max_msg_sz}}}};
     std::printf("%s\n", json{{"devices", json::array({dev})}}.dump(2).c_str());
     return 0;
   }
@@ -189,9 +198,11 @@ int show_devices(Session& s, const StatusOptions& o) {
               ctl::memory_mode_name(h.memory_mode));
   std::printf(
       "limits: max_qp %u, max_qp_wr %u, max_sge %u, max_cq %u, max_cqe %u, max_pd %u, "
-      "max_inline_data %u, max_qp_rd_atom %u\n",
+      "max_inline_data %u, max_qp_rd_atom %u, max_mr %u, max_mr_size %llu, max_ah %u, "
+      "max_srq %u, max_srq_wr %u, max_srq_sge %u, max_res_rd_atom %u, max_msg_sz %u\n",
       h.max_qp, h.max_qp_wr, h.max_sge, h.max_cq, h.max_cqe, h.max_pd, h.max_inline_data,
-      h.max_qp_rd_atom);
+      h.max_qp_rd_atom, h.max_mr, static_cast<unsigned long long>(h.max_mr_size), h.max_ah,
+      h.max_srq, h.max_srq_wr, h.max_srq_sge, h.max_res_rd_atom, h.max_msg_sz);
   Table t({"GID", "ADDRESS", "TYPE"});
   for (uint32_t i = 0; i < h.gid_count && i < BURST_CTL_MAX_GIDS; ++i) {
     static const uint8_t kZero[16] = {};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstctl status | devices | workers | counters | qps: what a running burstd
 // reports over its control socket, as tables for people or JSON (--json) for
 // tools. The socket is --socket PATH, else $BURST_SOCKET, else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/burstctl/sysfs_tree.h"
 
 #include <fcntl.h>
@@ -12,8 +13,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/net/gid_table.h"
-#include "provider/burst_device.h"
+#include "net/gid_table.h"
+#include "abi/burst_device.h"
 
 namespace burst::tools {
 namespace {

@@ -1,16 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // A burst-owned sysfs tree: what libibverbs reads (through SYSFS_PATH) to find
 // a burst device on a kernel without RDMA support. The layout is described in
-// provider/burst_device.h; this writes it from a netdev's state, with the GID
-// table built the way Linux builds it for a RoCE device (daemon/net).
+// abi/burst_device.h; this writes it from a netdev's state, with the GID
+// table built the way Linux builds it for a RoCE device (net/).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "daemon/net/addr.h"
-#include "daemon/net/netdev.h"
-#include "daemon/net/status.h"
+#include "net/addr.h"
+#include "net/netdev.h"
+#include "net/status.h"
 
 namespace burst::tools {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/common/engine_pair.h"
 
 #include <time.h>
@@ -54,11 +55,6 @@ void EnginePair::reg(int side, uint8_t* mem, size_t len, uint32_t access, uint32
   check(h.mrs.reg_mr(h.pd, mem, reinterpret_cast<uint64_t>(mem), len,
                      access | core::kAccessLocalWrite, lkey, rkey),
         "reg_mr");
-}
-
-void EnginePair::set_faults(int side, const datapath::LoopbackFaults& f) {
-  if (!wire_->set_faults(side, f))
-    throw std::runtime_error("fault injection needs a BURST_TESTING build");
 }
 
 size_t EnginePair::connect_rc(uint32_t access, std::array<uint32_t, 2> srq) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Two transport engines joined by the loopback datapath, driven from one thread:
 // the harness of the engine-pair tests (on a virtual clock, which makes
 // retransmit and RNR timers deterministic and lets a 5%-loss run finish in
@@ -68,7 +69,10 @@ class EnginePair {
 
   // Registers `len` bytes at `mem` on host `side`.
   void reg(int side, uint8_t* mem, size_t len, uint32_t access, uint32_t* lkey, uint32_t* rkey);
-  void set_faults(int side, const datapath::LoopbackFaults& f);
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  // Faults on frames sent by `side` (fault injection: BURST_TEST_HOOKS builds only).
+  void set_faults(int side, const datapath::LoopbackFaults& f) { wire_->set_faults(side, f); }
+#endif
 
   // One poll iteration of both workers; advances virtual time.
   bool step();

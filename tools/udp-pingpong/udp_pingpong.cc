@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // udp-pingpong: kernel UDP round-trip latency, the baseline for burst's small-message
 // latency. The client sends one datagram at a time (its first 8 bytes: a sequence
 // number) and waits for the server's echo; the server sends every datagram back.

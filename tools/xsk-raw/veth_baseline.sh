@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Raw AF_XDP "line rate" of a veth pair between two private network namespaces:
 # xsk-raw tx (one queue) -> veth -> roce_steer -> xsk-raw rx (same queue).
 # Prints one line per (MTU, frame size, run) with the sender's and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // xsk-raw: sends or receives raw RoCEv2-shaped frames (Ethernet / IPv4 /
 // UDP 4791 / dummy BTH / payload / zero ICRC) through the AF_XDP backend for a
 // bounded time and prints frames, pps and Gbit/s (L2 bytes without FCS,
@@ -11,9 +12,7 @@
 // Exit codes: 0 ok, 1 runtime failure, 2 usage error, 77 AF_XDP unavailable.
 #include <arpa/inet.h>
 #include <getopt.h>
-#include <net/if.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,6 +31,7 @@
 #include "datapath/xdp/xdp_port.h"
 #include "datapath/xdp/xdp_queue.h"
 #include "datapath/xdp/xdp_sys.h"
+#include "net/netdev.h"
 
 namespace {
 
@@ -267,17 +267,6 @@ bool ParseQueues(const char* s, std::vector<uint32_t>* out) {
   return !out->empty();
 }
 
-bool NetdevMac(const std::string& dev, uint8_t* mac) {
-  const int fd = socket(AF_LOCAL, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  ifreq ifr{};
-  std::snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", dev.c_str());
-  const bool ok = ioctl(fd, SIOCGIFHWADDR, &ifr) == 0;
-  close(fd);
-  if (ok) std::memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
-  return ok;
-}
-
 void Usage() {
   std::fprintf(stderr,
                "usage: xsk-raw --netdev DEV --mode tx|rx [--queues 0|0,1|0-3] [--size BYTES]\n"
@@ -471,16 +460,20 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
+  // The netdev's facts (index, MTU, queues, MAC) come from net/, as for burstd.
+  burst::net::NetdevInfo nd;
+  if (const burst::net::Status s = burst::net::query_netdev(o.cfg.netdev, &nd); !s.ok()) {
+    std::fprintf(stderr, "xsk-raw: %s\n", s.message().c_str());
+    return 1;
+  }
+  o.cfg.netdev_info = {static_cast<int>(nd.ifindex), nd.mtu, nd.rx_queues, nd.max_queues};
   XdpError err;
   std::unique_ptr<XdpPort> port = XdpPort::Open(o.cfg, &err);
   if (!port) {
     std::fprintf(stderr, "xsk-raw: %s\n", err.message.c_str());
     return err.code == EPERM ? 77 : 1;
   }
-  if (!o.have_src_mac && !NetdevMac(o.cfg.netdev, o.src_mac)) {
-    std::fprintf(stderr, "xsk-raw: cannot read the MAC of %s\n", o.cfg.netdev.c_str());
-    return 1;
-  }
+  if (!o.have_src_mac) std::memcpy(o.src_mac, nd.mac.data(), 6);
   std::vector<std::unique_ptr<XdpQueue>> queues;
   for (uint32_t qid : o.cfg.queues) {
     auto q = XdpQueue::Open(*port, qid, &err);

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # /init of the interop guest (dash). Loads the module closure, configures eth0 from the kernel
 # command line (burst.name= burst.ip=A.B.C.D/N burst.mtu=), adds rxe0, reports readiness in the
 # 9p share, then runs the commands the host queues in /host/q: ID.cmd (a shell script) with

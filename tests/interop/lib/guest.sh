@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Guest harness of the rxe interoperability tests (sourced, not run).
 #
 # A "guest" is a QEMU VM booted from Debian's stock 6.1 kernel (which has rdma_rxe) with a small

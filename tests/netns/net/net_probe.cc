@@ -1,4 +1,5 @@
-// net_probe: drives daemon/net from the shell for tests/netns/net/net_test.sh.
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// net_probe: drives net/ from the shell for tests/netns/net/net_test.sh.
 // Prints one JSON object per line.
 //
 //   net_probe query IFNAME
@@ -22,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "daemon/net/address_watcher.h"
-#include "daemon/net/gid_table.h"
-#include "daemon/net/neigh.h"
-#include "daemon/net/netdev.h"
+#include "net/address_watcher.h"
+#include "net/gid_table.h"
+#include "net/neigh.h"
+#include "net/netdev.h"
 
 namespace {
 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# daemon/net against the kernel, in two private network namespaces joined by a
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# net/ against the kernel, in two private network namespaces joined by a
 # veth pair (va in A: 10.77.0.1/24, fd77::1/64; vb in B: 10.77.0.2/24, fd77::2/64;
 # 4 RX/TX queues, MTU 4000 on va). Nothing outside the two namespaces is touched.
 #   1. query: MAC, MTU, queues (against sysfs of the namespace), operstate, addresses,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # DPDK's net_af_xdp on a veth end, with burst's steering program handed to the
 # PMD (xdp_prog): burst-xfer server on --backend dpdk (net_af_xdp), client on
 # --backend xdp. Only UDP 4791 reaches DPDK; ping and the TCP side channel stay

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Two burst-xfer joined by DPDK memif: no kernel netdev on the RoCE path at
 # all. Each port knows only its --address; the client resolves the server's
 # MAC with its own ARP agent (checked against the MAC the server announced on

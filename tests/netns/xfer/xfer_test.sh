@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # burst-xfer over AF_XDP between two private network namespaces joined by a
 # veth pair (4 queues each side):
 #   1. every operation (write, write_imm, read, send) x sizes 1 B .. 64 MB x

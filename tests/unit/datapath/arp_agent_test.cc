@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // ArpAgent: answers requests for its addresses, learns senders, resolves by
 // broadcasting requests, and ignores what is not its business.
 #include "datapath/arp_agent.h"

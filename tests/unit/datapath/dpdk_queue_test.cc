@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The DPDK backend's Backend contract on a net_ring vdev (its TX queue i feeds
 // its RX queue i: a port that hears itself), plus the control-plane errors.
 // One EAL per process: every test shares it. Exit 77 (skip) when not root.

@@ -1,4 +1,5 @@
-#include "daemon/net/addr.h"
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#include "net/addr.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
-#include "daemon/net/gid_table.h"
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#include "net/gid_table.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>

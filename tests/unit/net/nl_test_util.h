@@ -1,4 +1,5 @@
-// Hand-made netlink messages for the daemon/net unit tests. Written from the
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// Hand-made netlink messages for the net/ unit tests. Written from the
 // netlink wire layout (16-byte header, family header padded to 4, then
 // {u16 len, u16 type, payload padded to 4} attributes) without libmnl, so the
 // parsers under test are checked against an independent encoder.

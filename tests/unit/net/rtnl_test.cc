@@ -1,7 +1,8 @@
-// Request builders and reply parsers of daemon/net/rtnl against hand-made
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// Request builders and reply parsers of net/rtnl against hand-made
 // netlink buffers (nl_test_util.h), plus read-only queries of the test's own
 // network namespace (no privilege, nothing configured).
-#include "daemon/net/rtnl.h"
+#include "net/rtnl.h"
 
 #include <gtest/gtest.h>
 #include <linux/if_addr.h>
@@ -14,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "daemon/net/netdev.h"
+#include "net/netdev.h"
 #include "tests/unit/net/nl_test_util.h"
 
 namespace burst::net {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Requester + completer driven with crafted responses from a fake peer (node 2)
 // into an engine (node 1): coalesced and implicit ACKs, READ response
 // placement and re-requests, atomic results, every NAK, RNR waits (driven by

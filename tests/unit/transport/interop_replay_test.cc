@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Golden sessions with Linux rxe replayed through the transport handlers
 // (tests/fixtures/interop: the first frames of live perftest sessions between
 // burstd and rxe, captured by tests/interop/matrix.sh; README there). The wire

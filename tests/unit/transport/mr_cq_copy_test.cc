@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // MR table (keys, PD, bounds, access, generations, invalidation), the copy
 // engine and the CQ ring, including CQ overrun handling in the engine.
 #include <gtest/gtest.h>

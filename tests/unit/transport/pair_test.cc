@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Two engines wired by hand: frames captured from one's tx_build are delivered
 // to the other's rx_burst. End-to-end checks of every RC operation, byte for
 // byte, including across the 24-bit PSN wrap and with frames dropped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // modify_qp: legal and illegal transitions, required and optional attribute
 // masks per QP type, attribute values, and the effects on the queues (ERR
 // flushes, RESET clears, posting rules per state).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Responder driven directly with crafted request frames (wire builders) from a
 // fake peer (node 1) into an engine (node 2); assertions on the frames captured
 // from tx_build, on completions and on QP state. Cases: in-order, past

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Requester segmentation at every path MTU (256..4096) and edge sizes (0, 1,
 // MTU-1, MTU, MTU+1, 3*MTU+5): opcodes FIRST/MIDDLE/LAST/ONLY, payload sizes,
 // consecutive PSNs, RETH only on FIRST/ONLY of a WRITE, ImmDt/IETH only on the

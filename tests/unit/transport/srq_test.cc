@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Shared receive queues at the handler level: the SRQ verbs (limits, rounding,
 // errors), QPs attached to an SRQ (post_recv refused, references), RC requests
 // crafted from a fake peer (node 1) into QPs of node 2 that share one SRQ (RNR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Shared helpers of the transport tests: an engine with its MR table and copy
 // engine (a "node"), QP bring-up, frame capture from tx_build, delivery into
 // rx_burst, crafted frames built with the wire builders, and white-box access

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // UD: SEND_ONLY (+imm) with DETH between two engines; the 40-byte GRH area
 // (IPv4 header in its last 20 bytes), Q_Key checks (a WR Q_Key with the high
 // bit set means the QP's own), missing receive WQEs, oversized messages, QP1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The fast paths of core/wire. Receive: parse_frame's inline path for untagged
 // IPv4 must accept exactly what the general parser accepts and describe it the
 // same way; same_ipv4_flow (header prediction) must compare every byte that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Frame build and parse on synthetic frames: every opcode, IPv4/IPv6, with and
 // without 802.1Q, every drop reason, and the FrameWriter failure modes.
 #include "core/wire/frame.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Golden frames: every frame of the Linux rxe captures in tests/fixtures/rxe must
 // parse, verify, carry sane fields, be rebuilt byte for byte by FrameWriter, and
 // fail on any corruption of an ICRC-covered byte or on any truncation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Header structs: layout, byte positions and set/get round trips of every field.
 #include <gtest/gtest.h>
 

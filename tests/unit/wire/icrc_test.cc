@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // ICRC: ISA-L against zlib, masking of the variant fields, segment handling.
 #include "core/wire/icrc.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Golden frames from the rxe interop matrix (tests/fixtures/interop, captured by
 // tests/interop/matrix.sh with MATRIX_CAPTURE_DIR on the bridge side of burst's
 // veth): frames burst built (10.99.0.1) and frames Linux rxe built (10.99.0.11) in

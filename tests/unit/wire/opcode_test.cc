@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Opcode table invariants, against an independent list written from the IBA
 // specification (vol. 1, table 35 "OpCodeField" and the header diagrams of 9.3).
 #include "core/wire/opcode.h"

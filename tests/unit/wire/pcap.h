@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Minimal reader for classic pcap files (the format tcpdump -w writes): both
 // byte orders, microsecond or nanosecond timestamps. Test-only utility.
 #pragma once

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * What a burst device looks like to libibverbs: the names and constants shared
+ * by whoever describes the device in sysfs (burstctl run's private tree today,
+ * burstd and the kernel assistant later) and the provider that claims it.
+ *
+ * A burst device is recognised by its IB device name: "burst" followed by the
+ * device index (burst0, burst1, ...). libibverbs offers a provider the name as
+ * the modalias "rdma_device:Nburst0" when the device has no device/modalias
+ * file, and the provider also checks the uverbs ABI version below, so a device
+ * of another driver that happens to carry the name is refused.
+ *
+ * Sysfs layout (under $SYSFS_PATH; one port, RoCEv2 on an Ethernet netdev):
+ *
+ *   class/infiniband_verbs/abi_version             "6"
+ *   class/infiniband_verbs/uverbsN/ibdev           "burst0"
+ *   class/infiniband_verbs/uverbsN/abi_version     "1"   (BURST_UVERBS_ABI_VERSION)
+ *   class/infiniband_verbs/uverbsN/dev             "1:7" (the node /dev/infiniband/uverbsN)
+ *   class/infiniband/burst0/node_type              "1: CA"
+ *   class/infiniband/burst0/node_guid              "xxxx:xxxx:xxxx:xxxx" (EUI-64 of the MAC)
+ *   class/infiniband/burst0/sys_image_guid, fw_ver, hca_type, hw_rev, board_id, node_desc
+ *   class/infiniband/burst0/ports/1/state          "4: ACTIVE"
+ *   class/infiniband/burst0/ports/1/phys_state     "5: LinkUp"
+ *   class/infiniband/burst0/ports/1/link_layer     "Ethernet"
+ *   class/infiniband/burst0/ports/1/{lid,sm_lid,lid_mask_count,sm_sl,cap_mask}
+ *   class/infiniband/burst0/ports/1/pkeys/0        "0xffff"
+ *   class/infiniband/burst0/ports/1/gids/I         8 groups of 4 hex digits, I < GID table length
+ *   class/infiniband/burst0/ports/1/gid_attrs/types/I  "RoCE v2" (every slot, used or not)
+ *   class/infiniband/burst0/ports/1/gid_attrs/ndevs/I  netdev name (used slots only)
+ *
+ * The provider reads the netdev name from ndevs/0 (the default GID's netdev)
+ * and node_guid / sys_image_guid from their files.
+ *
+ * C-compatible; needs no RDMA headers.
+ */
+#ifndef BURST_ABI_BURST_DEVICE_H_
+#define BURST_ABI_BURST_DEVICE_H_
+
+#include <stdint.h>
+
+#define BURST_IBDEV_PREFIX "burst"
+#define BURST_PROVIDER_NAME "burst" /* libburst-rdmav34.so, "driver burst" */
+
+/* class/infiniband_verbs/abi_version: the kernel's IB_USER_VERBS_ABI_VERSION,
+ * which libibverbs 1.14.44 requires to be 6. */
+#define BURST_UVERBS_CLASS_ABI_VERSION 6
+/* uverbsN/abi_version: the driver-specific ABI between burst devices and the
+ * provider; the provider claims only devices with exactly this version. */
+#define BURST_UVERBS_ABI_VERSION 1
+
+/* The uverbs character device: /dev/full. A command libibverbs sends to the
+ * kernel fails cleanly (write: ENOSPC, ioctl: ENOTTY) instead of "succeeding"
+ * with garbage as /dev/null would. */
+#define BURST_UVERBS_CDEV_MAJOR 1
+#define BURST_UVERBS_CDEV_MINOR 7
+#define BURST_CDEV_DIR "/dev/infiniband" /* fixed in libibverbs (RDMA_CDEV_DIR) */
+
+#define BURST_PORT_NUM 1
+#define BURST_GID_TABLE_LEN 256
+#define BURST_PKEY_TABLE_LEN 1
+#define BURST_DEFAULT_PKEY 0xffff
+
+#define BURST_FW_VER "burst 0.1"
+/* "bst": a locally administered (not IEEE-assigned) OUI, the way siw uses "bmt". */
+#define BURST_VENDOR_ID 0x627374
+#define BURST_VENDOR_PART_ID 1
+#define BURST_HCA_TYPE "burst"
+#define BURST_BOARD_ID "burst soft-RoCE"
+
+#define BURST_GID_TYPE_ROCE_V2 "RoCE v2"
+#define BURST_NETDEV_FILE "ports/1/gid_attrs/ndevs/0"
+
+/* The most header bytes a RoCEv2 packet with a full MTU of payload carries
+ * inside the netdev MTU: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4
+ * (RDMA WRITE ONLY with immediate over IPv6). Linux rxe uses 80. */
+#define BURST_ROCE_MAX_HDR_BYTES 84
+
+/* The IB MTU (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5) of a port on a netdev with
+ * this L3 MTU: the largest one whose packets, headers included, fit; 0 when
+ * not even 256 bytes fit (the port cannot carry RoCE). */
+static inline uint8_t burst_ib_mtu_for_netdev(uint32_t netdev_mtu) {
+  uint8_t ib_mtu = 0;
+  uint32_t bytes = 256;
+  uint8_t e = 1;
+  for (; e <= 5; ++e, bytes <<= 1) {
+    if (netdev_mtu < BURST_ROCE_MAX_HDR_BYTES || bytes > netdev_mtu - BURST_ROCE_MAX_HDR_BYTES) {
+      break;
+    }
+    ib_mtu = e;
+  }
+  return ib_mtu;
+}
+
+#endif /* BURST_ABI_BURST_DEVICE_H_ */

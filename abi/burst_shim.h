@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * libburst-shim.so: what libibverbs expects the kernel to do with completion
+ * channels, done in the application's process. Shared by the shim, the
+ * provider (which asks for a channel's peer end) and burstd (which writes the
+ * events).
+ *
+ * `burstctl run` preloads the shim (LD_PRELOAD, ahead of the user's own
+ * entries). On a kernel without RDMA, /dev/infiniband/uverbsN is a placeholder
+ * character device 1:7 (as /dev/full, see burst_device.h) and libibverbs'
+ * ibv_create_comp_channel() writes IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL to it.
+ * The shim answers that one command the way the kernel does: it creates a
+ * socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC), stores one end's number in
+ * the response (resp.fd) and keeps the other end, the channel's *peer*.
+ * Everything else goes to the real function:
+ *
+ *   write(fd, buf, 16)  fd is a 1:7 character device that is not /dev/full
+ *                       itself (another inode: the node burstctl made), buf is
+ *                       { command 17, in_words 4, out_words >= 1, response }:
+ *                       the channel is created; any other write, on any fd,
+ *                       goes to libc (so other commands on the node still fail
+ *                       with /dev/full's ENOSPC, as without the shim).
+ *   close(fd)           fd is a channel: its peer is closed too.
+ *   ioctl               not intercepted: libibverbs probes RDMA_VERBS_IOCTL
+ *                       once per context, gets ENOTTY from /dev/full and then
+ *                       uses write() for every command.
+ *
+ * Events: burstd (or the provider) writes one record per completion event into
+ * the peer, one record per write() (a datagram). ibv_get_cq_event() then reads
+ * exactly sizeof(struct ib_uverbs_comp_event_desc) = 8 bytes from the channel
+ * fd and takes the CQ from it:
+ *
+ *   offset 0, 8 bytes: cq_handle, host byte order: the value the provider gave
+ *                      as the CQ's user handle, which must be the address of
+ *                      the application's struct ibv_cq (libibverbs dereferences
+ *                      it: cq_context, then ops->cq_event(cq)).
+ *
+ * The peer belongs to the shim: never close it. Send it to burstd with
+ * SCM_RIGHTS (or dup() it); the shim closes its copy when the application
+ * closes the channel (ibv_destroy_comp_channel). Writes into a peer whose
+ * channel is gone fail with ECONNREFUSED. Each queued event costs about 1 KiB
+ * of the peer's send buffer (SO_SNDBUF): write with MSG_DONTWAIT and treat
+ * EAGAIN as "the application is not reading".
+ *
+ * C-compatible; needs no RDMA headers.
+ */
+#ifndef BURST_ABI_BURST_SHIM_H_
+#define BURST_ABI_BURST_SHIM_H_
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The file name; `burstctl run` looks for it next to the provider. */
+#define BURST_SHIM_LIBRARY_NAME "libburst-shim.so"
+/* Overrides the path `burstctl run` preloads; set and empty: no shim. */
+#define BURST_SHIM_ENV "BURST_SHIM"
+
+/* One completion event as read() returns it from a channel fd: the kernel
+ * UAPI's struct ib_uverbs_comp_event_desc. */
+#define BURST_SHIM_CQ_EVENT_SIZE 8
+
+/* Writes the record for an event of the CQ whose user handle is
+ * cq_user_handle ((uint64_t)(uintptr_t) of its struct ibv_cq *) into buf,
+ * which has BURST_SHIM_CQ_EVENT_SIZE bytes. */
+static inline void burst_shim_encode_cq_event(void *buf, uint64_t cq_user_handle) {
+  memcpy(buf, &cq_user_handle, sizeof(cq_user_handle));
+}
+
+/* The peer end of a completion channel the shim created (see above), or -1
+ * when channel_fd is not one (never created by the shim, closed, or the shim
+ * is not loaded). Thread-safe and async-signal-safe. The provider does not
+ * link the shim; it looks the function up at run time:
+ *
+ *   burst_shim_channel_peer_fn fn = (burst_shim_channel_peer_fn)
+ *       dlsym(RTLD_DEFAULT, BURST_SHIM_CHANNEL_PEER_SYMBOL);
+ *
+ * (NULL: the application was not started by `burstctl run`.) */
+int burst_shim_channel_peer(int channel_fd);
+typedef int (*burst_shim_channel_peer_fn)(int channel_fd);
+#define BURST_SHIM_CHANNEL_PEER_SYMBOL "burst_shim_channel_peer"
+
+#ifdef __cplusplus
+} /* extern "C" */
+static_assert(sizeof(uint64_t) == BURST_SHIM_CQ_EVENT_SIZE, "one u64 per event");
+#endif
+
+#endif /* BURST_ABI_BURST_SHIM_H_ */
