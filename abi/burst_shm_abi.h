@@ -10,7 +10,7 @@
  * region is writable by the application, so burstd never reads geometry back
  * from it: it keeps private copies of sizes and masks, masks every index,
  * checks every index against its private state and validates every field of
- * every entry after copying it out (shm/spsc_ring.h, shm/wqe.h).
+ * every entry after copying it out (shm/shm_ring.h, shm/wqe.h).
  *
  * QP region (one memfd per QP; CQ and SRQ regions look the same with one ring)
  *

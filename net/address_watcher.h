@@ -14,7 +14,7 @@
 #include "net/gid_table.h"
 #include "net/netdev.h"
 #include "net/rtnl.h"
-#include "net/status.h"
+#include "net/net_status.h"
 
 namespace burst::net {
 

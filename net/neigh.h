@@ -39,7 +39,7 @@
 #include <cstdint>
 
 #include "net/addr.h"
-#include "net/status.h"
+#include "net/net_status.h"
 
 namespace burst::net {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "net/addr.h"
-#include "net/status.h"
+#include "net/net_status.h"
 
 namespace burst::net {
 

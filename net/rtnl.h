@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "net/addr.h"
-#include "net/status.h"
+#include "net/net_status.h"
 
 struct mnl_socket;
 

@@ -13,7 +13,7 @@
 #include "provider/burst_verbs_abi.h"
 #include "provider/ctl_conn.h"
 #include "shm/doorbell.h"
-#include "shm/spsc_ring.h"
+#include "shm/shm_ring.h"
 
 namespace burst::provider {
 

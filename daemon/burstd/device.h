@@ -21,7 +21,7 @@
 
 #include "core/mr.h"
 #include "daemon/burstd/config.h"
-#include "daemon/burstd/worker.h"
+#include "daemon/burstd/port_worker.h"
 #include "net/addr.h"
 #include "port/port.h"
 

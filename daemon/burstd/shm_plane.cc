@@ -198,7 +198,7 @@ void ShmPlane::end_sleep() {
 }
 
 void ShmPlane::bind_qp(const ShmQpBinding& b) {
-  QpState q;
+  QpRings q;
   q.b = b;
   q.sq = shm::RingConsumer(b.region, b.sq_offset, b.sq_geom);
   if (b.rq_offset != 0) q.rq = shm::RingConsumer(b.region, b.rq_offset, b.rq_geom);
@@ -210,7 +210,7 @@ void ShmPlane::bind_qp(const ShmQpBinding& b) {
 void ShmPlane::unbind_qp(uint32_t qpn) { qps_.erase(qpn); }
 
 void ShmPlane::bind_srq(const ShmSrqBinding& b) {
-  SrqState st;
+  SrqRing st;
   st.b = b;
   st.ring = shm::RingConsumer(b.region, b.ring_offset, b.geom);
   srqs_[b.srqn] = std::move(st);
@@ -219,7 +219,7 @@ void ShmPlane::bind_srq(const ShmSrqBinding& b) {
 
 void ShmPlane::unbind_srq(uint32_t srqn) { srqs_.erase(srqn); }
 
-bool ShmPlane::drain_srq(core::Engine& engine, SrqState& st) {
+bool ShmPlane::drain_srq(core::Engine& engine, SrqRing& st) {
   if (st.failed) return false;
   const uint32_t n = st.ring.Peek(kEntriesPerVisit);
   bool bad = n == 0 && st.ring.fault() != shm::RingFault::kNone;
@@ -274,7 +274,7 @@ void ShmPlane::unbind_cq(uint32_t shard) {
   }
 }
 
-void ShmPlane::fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_t wr_id,
+void ShmPlane::fail_qp(core::Engine& engine, QpRings& q, bool send_side, uint64_t wr_id,
                        burst_shm_ring_error reason) {
   if (q.failed) return;
   q.failed = true;
@@ -299,7 +299,7 @@ void ShmPlane::fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_
 void ShmPlane::revoke_qp(core::Engine& engine, uint32_t qpn) {
   auto it = qps_.find(qpn);
   if (it == qps_.end()) return;
-  QpState& q = it->second;
+  QpRings& q = it->second;
   if (q.failed) {
     // Failed earlier (its rings are no longer read), but the client may have
     // moved the QP out of ERR since: back to ERR, and say so.
@@ -316,7 +316,7 @@ void ShmPlane::revoke_qp(core::Engine& engine, uint32_t qpn) {
   fail_qp(engine, q, true, 0, BURST_SHM_RING_ERR_REVOKED);
 }
 
-bool ShmPlane::drain_sq(core::Engine& engine, QpState& q) {
+bool ShmPlane::drain_sq(core::Engine& engine, QpRings& q) {
   if (q.failed) return false;
   const uint32_t n = q.sq.Peek(kEntriesPerVisit);
   if (n == 0) {
@@ -357,7 +357,7 @@ bool ShmPlane::drain_sq(core::Engine& engine, QpState& q) {
   return done != 0;
 }
 
-bool ShmPlane::drain_rq(core::Engine& engine, QpState& q) {
+bool ShmPlane::drain_rq(core::Engine& engine, QpRings& q) {
   if (q.failed || q.b.rq_offset == 0) return false;
   const uint32_t n = q.rq.Peek(kEntriesPerVisit);
   if (n == 0) {

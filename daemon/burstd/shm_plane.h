@@ -24,7 +24,7 @@
 //   AsyncSink a client's async-event pipe (write end); shared by its QPs.
 //
 // Everything read from shared memory is copied before use and validated
-// (shm/spsc_ring.h, shm/wqe.h); a fault or a bad work request moves that QP to
+// (shm/shm_ring.h, shm/wqe.h); a fault or a bad work request moves that QP to
 // the error state with an error completion and an IBV_EVENT_QP_FATAL, and the
 // daemon carries on. Doorbells are hints: a periodic sweep also looks at every
 // bound ring, so a lost or forged doorbell costs latency, never work.
@@ -42,7 +42,7 @@
 #include "shm/doorbell.h"
 #include "shm/layout.h"
 #include "shm/region.h"
-#include "shm/spsc_ring.h"
+#include "shm/shm_ring.h"
 #include "shm/wqe.h"
 
 namespace burst::burstd {
@@ -204,28 +204,28 @@ class ShmPlane {
   }
 
  private:
-  struct QpState {
+  struct QpRings {
     ShmQpBinding b;
     shm::RingConsumer sq, rq;
     bool failed = false;  // moved to error by the plane: rings no longer read
   };
-  struct SrqState {
+  struct SrqRing {
     ShmSrqBinding b;
     shm::RingConsumer ring;
     bool failed = false;
   };
-  bool drain_srq(core::Engine& engine, SrqState& s);
+  bool drain_srq(core::Engine& engine, SrqRing& s);
   void engine_events(core::Engine& engine);
-  bool drain_sq(core::Engine& engine, QpState& q);
-  bool drain_rq(core::Engine& engine, QpState& q);
-  void fail_qp(core::Engine& engine, QpState& q, bool send_side, uint64_t wr_id,
+  bool drain_sq(core::Engine& engine, QpRings& q);
+  bool drain_rq(core::Engine& engine, QpRings& q);
+  void fail_qp(core::Engine& engine, QpRings& q, bool send_side, uint64_t wr_id,
                burst_shm_ring_error reason);
 
   std::unique_ptr<shm::DoorbellConsumer> doorbell_;
   burst_shm_doorbell* doorbell_hdr_ = nullptr;
   const AhTable* ahs_ = nullptr;
-  std::unordered_map<uint32_t, QpState> qps_;
-  std::unordered_map<uint32_t, SrqState> srqs_;  // by srqn
+  std::unordered_map<uint32_t, QpRings> qps_;
+  std::unordered_map<uint32_t, SrqRing> srqs_;  // by srqn
   std::vector<std::pair<uint32_t, ShmCq*>> cqs_;  // (Engine CQ shard, ring)
   std::vector<uint8_t> copy_;                     // one entry, copied out of a ring
   uint64_t next_sweep_ns_ = 0;

@@ -12,7 +12,7 @@
 
 #include "shm/doorbell.h"
 #include "shm/layout.h"
-#include "shm/spsc_ring.h"
+#include "shm/shm_ring.h"
 #include "shm_test_util.h"
 
 namespace burst::shm {

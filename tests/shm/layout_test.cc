@@ -14,7 +14,7 @@
 
 #include "abi/burst_shm_abi.h"
 #include "shm/region.h"
-#include "shm/spsc_ring.h"
+#include "shm/shm_ring.h"
 
 extern "C" size_t burst_shm_c_layout(int which);
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "shm/layout.h"
-#include "shm/spsc_ring.h"
+#include "shm/shm_ring.h"
 #include "shm/wqe.h"
 #include "shm_test_util.h"
 

@@ -16,7 +16,7 @@
 
 #include "abi/burst_ctl_proto.h"
 #include "tools/burstctl/run.h"
-#include "tools/burstctl/status.h"
+#include "tools/burstctl/queries.h"
 
 int main(int argc, char** argv) {
   // Everything after the first "--" is the command, passed through untouched

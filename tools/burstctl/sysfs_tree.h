@@ -11,7 +11,7 @@
 
 #include "net/addr.h"
 #include "net/netdev.h"
-#include "net/status.h"
+#include "net/net_status.h"
 
 namespace burst::tools {
 

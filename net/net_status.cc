@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "net/status.h"
+#include "net/net_status.h"
 
 #include <cstring>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "daemon/burstd/worker.h"
+#include "daemon/burstd/port_worker.h"
 
 #include <poll.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-#include "tools/burstctl/status.h"
+#include "tools/burstctl/queries.h"
 
 #include <algorithm>
 #include <cctype>
