@@ -16,25 +16,10 @@ X=$BUILD/tools/burst-xfer/burst-xfer
 [[ -x $X ]] || { echo "backends.sh: build burst-xfer first ($X)" >&2; exit 1; }
 "$X" --help | grep -q -- --dpdk-port || { echo "backends.sh: burst-xfer built without DPDK" >&2; exit 77; }
 
-NA=burst-bk-$$-a
-NB=burst-bk-$$-b
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NA" && ip netns add "$NB" || exit 1
-ip -n "$NA" link add va type veth peer name vb netns "$NB" || exit 1
-ip -n "$NA" link set lo up
-ip -n "$NB" link set lo up
-ip -n "$NA" addr add 10.56.0.1/24 dev va
-ip -n "$NB" addr add 10.56.0.2/24 dev vb
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
+source "$(dirname "$0")/lib.sh"
+# shellcheck disable=SC2034  # read by veth_netns_cleanup (lib.sh)
+PAIR_KILL=TERM  # burst-xfer detaches its XDP program on TERM
+veth_netns bk 10.56.0
 gbps() { grep -o 'goodput=[0-9.]*' "$1" | head -1 | cut -d= -f2; }
 
 set_mtu() {

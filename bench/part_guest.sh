@@ -17,10 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/../tests/interop/lib/guest.sh"
 
-X=$BUILD/tools/burst-xfer/burst-xfer
-XSK=$BUILD/tools/xsk-raw/xsk-raw
-LOG=$LOGDIR/guest
-mkdir -p "$LOG"
+part_setup guest
 for b in "$X" "$XSK"; do [[ -x $b ]] || ifail "missing $b (build it first)"; done
 if [[ $QUICK == 1 ]]; then
   SIZES=${BENCH_GUEST_SIZES:-65536}
@@ -91,6 +88,16 @@ blog "guests up: g1 $BOOT1 s, g2 $BOOT2 s ($(interop_accel))"
 
 SHARE1=$INTEROP_RUN/guest-g1/share
 
+# guest_pair F SECS SERVER_CMD CLIENT_CMD: SERVER_CMD on g2, then (once it listens, or after 30 s)
+# CLIENT_CMD on g1 into F.cli, then the server's output into F.srv; each bounded by SECS.
+guest_pair() {
+  local f=$1 secs=$2 id
+  id=$(guest_spawn -t "$secs" g2 "$3")
+  guest_wait_listen g2 18515 30 || true
+  guest_run -t "$secs" g1 "$4" >"$f.cli" 2>&1
+  guest_wait g2 "$id" >"$f.srv" 2>&1
+}
+
 raw_run() {  # RUN
   local r=$1 f=$LOG/raw-$1 id
   local rxcmd="/opt/burst/xsk-raw --netdev eth0 --mode rx --queues 0 --frames 4096 --backoff-us 200 --xdp-mode native --duration $((GSECS + 6))"
@@ -114,33 +121,27 @@ raw_run() {  # RUN
 }
 
 rxe_bw_run() {  # SIZE RUN
-  local size=$1 r=$2 f=$LOG/rxe-bw-$1-$2 id
+  local size=$1 r=$2 f=$LOG/rxe-bw-$1-$2
   local cmd="ib_write_bw -d rxe0 -x 1 -F -m $ROCE_MTU -s $size -D $GSECS --report_gbits"
-  id=$(guest_spawn -t $((GSECS + 60)) g2 "$cmd")
-  guest_wait_listen g2 18515 30 || true
-  guest_run -t $((GSECS + 60)) g1 "$cmd $G2_IP" >"$f.cli" 2>&1
-  guest_wait g2 "$id" >"$f.srv" 2>&1
+  guest_pair "$f" $((GSECS + 60)) "$cmd" "$cmd $G2_IP"
   bench_cmd "guest rxe ib_write_bw server (g2) / client (g1, + server address)" "$cmd"
   local g err=""
   g=$(awk -v s="$size" '$1 == s && NF >= 5 {print $4}' "$f.cli" | tail -1)
-  [[ -n $g ]] || err="$(grep -v '^$' "$f.cli" | tail -1)"
+  [[ -n $g ]] || err=$(last_line "$f.cli")
   jrec part=guest impl=rxe op=write size="$size" run="$r" gbps="${g:-}" ${err:+error="$err"}
   blog "guest rxe write size=$size run=$r: ${g:-FAILED} Gbit/s"
 }
 
 burst_bw_run() {  # SIZE RUN
-  local size=$1 r=$2 f=$LOG/burst-bw-$1-$2 id
+  local size=$1 r=$2 f=$LOG/burst-bw-$1-$2
   local scmd="/opt/burst/burst-xfer --backend xdp --netdev eth0 --xdp-mode native --frames 4096"
   local ccmd="$scmd --op write --size $size --qps 1 --depth 16 --mtu $ROCE_MTU --duration $GSECS $G2_IP"
-  id=$(guest_spawn -t $((GSECS + 60)) g2 "$scmd")
-  guest_wait_listen g2 18515 30 || true
-  guest_run -t $((GSECS + 60)) g1 "$ccmd" >"$f.cli" 2>&1
-  guest_wait g2 "$id" >"$f.srv" 2>&1
+  guest_pair "$f" $((GSECS + 60)) "$scmd" "$ccmd"
   bench_cmd "guest burst-xfer server (g2)" "$scmd"
   bench_cmd "guest burst-xfer goodput client (g1)" "$ccmd"
   local g err=""
   g=$(sfield "$f.cli" '^burst-xfer' goodput)
-  [[ -n $g ]] || err="client: $(grep -v '^$' "$f.cli" | tail -1) / server: $(grep -v '^$' "$f.srv" | tail -1)"
+  [[ -n $g ]] || err=$(pair_error "$f.cli" "$f.srv")
   jrec part=guest impl=burst op=write size="$size" run="$r" gbps="${g:-}" \
     drops="$(sfield "$f.cli" '^burst-xfer' drops)" xdp="$(sfield "$f.cli" '^burst-xfer' xdp)" \
     ${err:+error="$err"}
@@ -148,36 +149,30 @@ burst_bw_run() {  # SIZE RUN
 }
 
 rxe_lat_run() {  # RUN
-  local r=$1 f=$LOG/rxe-lat-$1 id
+  local r=$1 f=$LOG/rxe-lat-$1
   local cmd="ib_write_lat -d rxe0 -x 1 -F -m $ROCE_MTU -s 8 -n $LAT_ITERS"
-  id=$(guest_spawn -t 120 g2 "$cmd")
-  guest_wait_listen g2 18515 30 || true
-  guest_run -t 120 g1 "$cmd $G2_IP" >"$f.cli" 2>&1
-  guest_wait g2 "$id" >"$f.srv" 2>&1
+  guest_pair "$f" 120 "$cmd" "$cmd $G2_IP"
   bench_cmd "guest rxe ib_write_lat server (g2) / client (g1, + server address)" "$cmd"
   # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
   local line p50="" p99="" err=""
   line=$(awk '$1 == 8 && NF >= 9' "$f.cli" | tail -1)
   [[ -n $line ]] && read -r _ _ _ _ p50 _ _ p99 _ <<<"$line"
-  [[ -n $p50 ]] || err="$(grep -v '^$' "$f.cli" | tail -1)"
+  [[ -n $p50 ]] || err=$(last_line "$f.cli")
   jrec part=guest_lat impl=rxe op=write size=8 run="$r" p50_us="$p50" p99_us="$p99" \
     ${err:+error="$err"}
   blog "guest rxe write_lat run=$r: typical ${p50:-?} us, 99% ${p99:-?} us"
 }
 
 burst_lat_run() {  # RUN
-  local r=$1 f=$LOG/burst-lat-$1 id
+  local r=$1 f=$LOG/burst-lat-$1
   local scmd="/opt/burst/burst-xfer --backend xdp --netdev eth0 --xdp-mode native --frames 4096"
   local ccmd="$scmd --op write --size 8 --qps 1 --depth 1 --mtu $ROCE_MTU --duration $GSECS --lat-out /host/lat-$r.samples $G2_IP"
-  id=$(guest_spawn -t $((GSECS + 60)) g2 "$scmd")
-  guest_wait_listen g2 18515 30 || true
-  guest_run -t $((GSECS + 60)) g1 "$ccmd" >"$f.cli" 2>&1
-  guest_wait g2 "$id" >"$f.srv" 2>&1
+  guest_pair "$f" $((GSECS + 60)) "$scmd" "$ccmd"
   bench_cmd "guest burst-xfer latency client (g1)" "$ccmd"
   local p50 p99 q="[]" err=""
   p50=$(sfield "$f.cli" '^burst-xfer' p50)
   p99=$(sfield "$f.cli" '^burst-xfer' p99)
-  [[ -n $p50 ]] || err="$(grep -v '^$' "$f.cli" | tail -1)"
+  [[ -n $p50 ]] || err=$(last_line "$f.cli")
   if [[ -s $SHARE1/lat-$r.samples ]]; then
     mv "$SHARE1/lat-$r.samples" "$f.samples"
     q=$(quantiles "$f.samples")

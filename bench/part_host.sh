@@ -20,11 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 source "$HERE/../tests/netns/lib.sh"
 
-X=$BUILD/tools/burst-xfer/burst-xfer
-XSK=$BUILD/tools/xsk-raw/xsk-raw
-UPP=$BUILD/tools/udp-pingpong/udp-pingpong
-LOG=$LOGDIR/host
-mkdir -p "$LOG"
+part_setup host
 
 netns_require_root "network namespaces, XDP, AF_XDP"
 netns_require_tools "iproute2 util-linux coreutils time" ip nsenter timeout taskset /usr/bin/time
@@ -107,10 +103,33 @@ wait_bounded() {
   BG_PIDS=("${keep[@]}")
 }
 
+# pair_run SRV CLI CLI_OUT SRV_SECS CLI_SECS GAP SRV_WAIT SRV_CMD CLI_CMD: the command in the array
+# named SRV_CMD in side B (output SRV, CPU time SRV.cpu; `timeout` SRV_SECS), GAP seconds later the
+# one named CLI_CMD in side A (CPU time CLI.cpu; output CLI, or CLI_OUT with errors in CLI.err when
+# CLI_OUT is not empty; `timeout` CLI_SECS); waits for the client (CLI_SECS + 10 s at most), then for
+# the server (SRV_WAIT s at most).
+pair_run() {
+  local srv=$1 cli=$2 cli_out=$3 srv_secs=$4 cli_secs=$5 gap=$6 srv_wait=$7 spid
+  local -n srv_cmd=$8 cli_cmd=$9
+  spawn "${TIMEF[@]}" "$srv.cpu" timeout -k 5 "$srv_secs" "${NSB[@]}" "${PIN_B[@]}" "${srv_cmd[@]}" \
+    >"$srv" 2>&1
+  spid=$BG
+  sleep "$gap"
+  if [[ -n $cli_out ]]; then
+    spawn "${TIMEF[@]}" "$cli.cpu" timeout -k 5 "$cli_secs" "${NSA[@]}" "${PIN_A[@]}" "${cli_cmd[@]}" \
+      >"$cli_out" 2>"$cli.err"
+  else
+    spawn "${TIMEF[@]}" "$cli.cpu" timeout -k 5 "$cli_secs" "${NSA[@]}" "${PIN_A[@]}" "${cli_cmd[@]}" \
+      >"$cli" 2>&1
+  fi
+  wait_bounded "$BG" $((cli_secs + 10))
+  wait_bounded "$spid" "$srv_wait"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Raw AF_XDP: xsk-raw tx (A, queue 0) -> veth -> roce_steer -> xsk-raw rx (B, queue 0).
 raw_run() {  # MTU RUN
-  local mtu=$1 r=$2 frame f rxpid
+  local mtu=$1 r=$2 frame f
   frame=$(frame_of "$mtu")
   f=$LOG/raw-$mtu-$r
   # The receiver sleeps 200 us after 1000 empty polls, so its CPU time before and after the
@@ -119,14 +138,7 @@ raw_run() {  # MTU RUN
                --duration $((SECS + 2)))
   local txcmd=("$XSK" --netdev va --mode tx --queues 0 --frames 16384 --size "$frame"
                --duration "$SECS" --dst-mac "$MAC_B")
-  spawn "${TIMEF[@]}" "$f.rx.cpu" timeout -k 5 $((SECS + 20)) "${NSB[@]}" "${PIN_B[@]}" "${rxcmd[@]}" \
-    >"$f.rx" 2>&1
-  rxpid=$BG
-  sleep 1
-  spawn "${TIMEF[@]}" "$f.tx.cpu" timeout -k 5 $((SECS + 20)) "${NSA[@]}" "${PIN_A[@]}" "${txcmd[@]}" \
-    >"$f.tx" 2>&1
-  wait_bounded "$BG" $((SECS + 30))
-  wait_bounded "$rxpid" 25
+  pair_run "$f.rx" "$f.tx" "" $((SECS + 20)) $((SECS + 20)) 1 25 rxcmd txcmd
   bench_cmd "raw AF_XDP receiver (side B)" "${NSB[*]} ${PIN_B[*]} ${rxcmd[*]}"
   bench_cmd "raw AF_XDP sender (side A)" "${NSA[*]} ${PIN_A[*]} ${txcmd[*]}"
   local txg rxg pps bytes secs err=""
@@ -152,21 +164,14 @@ raw_run() {  # MTU RUN
 # ---------------------------------------------------------------------------------------------
 # burst-xfer: server in B, client in A. Sets XFER_OUT to the client's output file.
 xfer_run() {  # TAG RUN CLIENT_ARGS...
-  local tag=$1 r=$2 f spid
+  local tag=$1 r=$2 f
   shift 2
   f=$LOG/$tag-$r
   # --spin: each side has a core of its own (taskset), and polls it like the
   # busy-polling UDP baseline instead of yielding when idle.
   local scmd=("$X" --backend xdp --netdev vb --spin)
   local ccmd=("$X" --backend xdp --netdev va --spin "$@" "$IP_B")
-  spawn "${TIMEF[@]}" "$f.srv.cpu" timeout -k 5 $((SECS + 60)) "${NSB[@]}" "${PIN_B[@]}" "${scmd[@]}" \
-    >"$f.srv" 2>&1
-  spid=$BG
-  sleep 0.3
-  spawn "${TIMEF[@]}" "$f.cli.cpu" timeout -k 5 $((SECS + 50)) "${NSA[@]}" "${PIN_A[@]}" "${ccmd[@]}" \
-    >"$f.cli" 2>&1
-  wait_bounded "$BG" $((SECS + 60))
-  wait_bounded "$spid" 15
+  pair_run "$f.srv" "$f.cli" "" $((SECS + 60)) $((SECS + 50)) 0.3 15 scmd ccmd
   XFER_OUT=$f.cli
   XFER_CPU=$(awk -v a="$(cpu_secs "$f.cli.cpu")" -v b="$(cpu_secs "$f.srv.cpu")" \
     'BEGIN {if (a != "" && b != "") printf "%.3f", a + b}')
@@ -174,7 +179,7 @@ xfer_run() {  # TAG RUN CLIENT_ARGS...
   XFER_CMD_C="${NSA[*]} ${PIN_A[*]} ${ccmd[*]}"
   XFER_ERR=""
   grep -q '^burst-xfer backend=' "$f.cli" ||
-    XFER_ERR="client: $(grep -v '^$' "$f.cli" | tail -1) / server: $(grep -v '^$' "$f.srv" | tail -1)"
+    XFER_ERR=$(pair_error "$f.cli" "$f.srv")
 }
 
 depth_of() {  # SIZE -> messages in flight per QP: at most 8 MB, between 1 and 64
@@ -218,19 +223,12 @@ latency_burst_run() {  # OP RUN
 }
 
 latency_udp_run() {  # MODE(busy|blocking) RUN
-  local mode=$1 r=$2 f spid busy=()
+  local mode=$1 r=$2 f busy=()
   f=$LOG/lat-udp-$mode-$r
   [[ $mode == busy ]] && busy=(--busy)
   local scmd=("$UPP" --server "${busy[@]}" --duration $((SECS + 30)))
   local ccmd=("$UPP" "$IP_B" --size 8 "${busy[@]}" --duration "$SECS" --samples "$f.samples")
-  spawn "${TIMEF[@]}" "$f.srv.cpu" timeout -k 5 $((SECS + 40)) "${NSB[@]}" "${PIN_B[@]}" "${scmd[@]}" \
-    >"$f.srv" 2>&1
-  spid=$BG
-  sleep 0.3
-  spawn "${TIMEF[@]}" "$f.cli.cpu" timeout -k 5 $((SECS + 30)) "${NSA[@]}" "${PIN_A[@]}" "${ccmd[@]}" \
-    >"$f.cli" 2>&1
-  wait_bounded "$BG" $((SECS + 40))
-  wait_bounded "$spid" 10
+  pair_run "$f.srv" "$f.cli" "" $((SECS + 40)) $((SECS + 30)) 0.3 10 scmd ccmd
   bench_cmd "udp-pingpong server (side B)" "${NSB[*]} ${PIN_B[*]} ${scmd[*]}"
   bench_cmd "udp-pingpong client (side A)" "${NSA[*]} ${PIN_A[*]} ${ccmd[*]}"
   local p50 p99 msgs q="[]" err=""
@@ -249,7 +247,7 @@ latency_udp_run() {  # MODE(busy|blocking) RUN
 # Kernel TCP: iperf3 one stream A -> B, without / with burst's XDP program on both ends (two idle
 # burst-xfer servers hold it: attached, AF_XDP sockets bound, no thread polling).
 tcp_run() {  # LINK_MTU XDP(0|1) RUN
-  local link=$1 xdp=$2 r=$3 f spid ha hb
+  local link=$1 xdp=$2 r=$3 f ha hb
   f=$LOG/tcp-$link-x$xdp-$r
   if [[ $xdp == 1 ]]; then
     spawn timeout -k 5 $((SECS + 60)) "${NSA[@]}" "$X" --backend xdp --netdev va --frames 1024 \
@@ -268,14 +266,7 @@ tcp_run() {  # LINK_MTU XDP(0|1) RUN
   attached=$(inB ip link show vb | grep -c ' xdp')
   local scmd=(iperf3 -s -1 -p 5201)
   local ccmd=(iperf3 -c "$IP_B" -p 5201 -t "$SECS" -J)
-  spawn "${TIMEF[@]}" "$f.srv.cpu" timeout -k 5 $((SECS + 30)) "${NSB[@]}" "${PIN_B[@]}" "${scmd[@]}" \
-    >"$f.srv" 2>&1
-  spid=$BG
-  sleep 0.5
-  spawn "${TIMEF[@]}" "$f.cli.cpu" timeout -k 5 $((SECS + 20)) "${NSA[@]}" "${PIN_A[@]}" "${ccmd[@]}" \
-    >"$f.json" 2>"$f.cli.err"
-  wait_bounded "$BG" $((SECS + 30))
-  wait_bounded "$spid" 10
+  pair_run "$f.srv" "$f.cli" "$f.json" $((SECS + 30)) $((SECS + 20)) 0.5 10 scmd ccmd
   if [[ $xdp == 1 ]]; then
     kill -TERM "$ha" "$hb" 2>/dev/null  # timeout passes TERM on: burst-xfer detaches XDP
     wait_bounded "$ha" 5

@@ -27,33 +27,13 @@ for t in ib_write_bw ib_read_bw ib_write_lat ib_read_lat; do
   command -v $t >/dev/null || { echo "apt-get install perftest" >&2; exit 77; }
 done
 
-NA=burst-pab-$$-a
-NB=burst-pab-$$-b
-TMP=$(mktemp -d)
-PIDS=()
-stop_daemons() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  PIDS=()
-}
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
+veth_netns pab 10.57.0
 trap 'exit 130' INT TERM
-ip netns add "$NA" && ip netns add "$NB" || exit 1
-ip -n "$NA" link add va type veth peer name vb netns "$NB" || exit 1
-ip -n "$NA" addr add 10.57.0.1/24 dev va
-ip -n "$NB" addr add 10.57.0.2/24 dev vb
-for ns in "$NA" "$NB"; do ip -n "$ns" link set lo up; done
+stop_daemons() { stop_pids TERM; }
 ip -n "$NA" link set va up
 ip -n "$NB" link set vb up
 sleep 1
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 
 start_pair() {  # BUILD
   local d=$1 ns dev sock

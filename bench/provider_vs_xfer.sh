@@ -21,28 +21,11 @@ C=$BUILD/tools/burstctl/burstctl
 for b in "$X" "$D" "$C"; do [[ -x $b ]] || { echo "build $b first" >&2; exit 1; }; done
 command -v ib_write_bw >/dev/null || { echo "apt-get install perftest" >&2; exit 77; }
 
-NA=burst-pvx-$$-a
-NB=burst-pvx-$$-b
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-ip netns add "$NA" && ip netns add "$NB" || exit 1
-ip -n "$NA" link add va type veth peer name vb netns "$NB" || exit 1
-ip -n "$NA" addr add 10.56.0.1/24 dev va
-ip -n "$NB" addr add 10.56.0.2/24 dev vb
+source "$(dirname "$0")/lib.sh"
+veth_netns pvx 10.56.0
 ip -n "$NA" link set va up
 ip -n "$NB" link set vb up
-ip -n "$NA" link set lo up
-ip -n "$NB" link set lo up
 sleep 1
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "nan"}'; }
 jsonl() {  # IMPL SIZE QPS RUN VALUE: one run for bench/run.sh's results file
   [[ -n ${PVX_JSONL:-} ]] || return 0
   printf '{"part": "provider", "impl": "%s", "op": "write", "size": %s, "qps": %s, "mtu": 1024, "run": %s, "gbps": %s}\n' \

@@ -249,28 +249,22 @@ void Engine::on_read_response(Qp& qp, const wire::PacketView& pv, uint64_t now_n
     return;
   }
   // Scatter into the local SGEs at `offset`.
-  uint32_t skip = offset;
-  uint32_t left = pv.payload_len;
   const uint8_t* src = pv.payload();
-  for (uint32_t i = 0; i < w.wr.num_sge && left > 0; ++i) {
-    const Sge& s = w.wr.sg_list[i];
-    if (skip >= s.length) {
-      skip -= s.length;
-      continue;
-    }
-    const uint32_t n = std::min(left, s.length - skip);
-    WcStatus err = WcStatus::kLocProtErr;
-    uint32_t space = MemSpaces::kLocal;
-    uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + skip, n, kAccessLocalWrite, &err, &space);
-    if (dst == nullptr) {
-      complete_error_at(qp, err);
-      return;
-    }
-    copy_to(space, dst, src, n, make_req_tag(qp));
-    src += n;
-    left -= n;
-    skip = 0;
-  }
+  uint32_t rest = 0;
+  const bool scattered = for_each_sge_piece(
+      w.wr, offset, pv.payload_len, &rest, [&](const Sge& s, uint32_t at, uint32_t n) {
+        WcStatus err = WcStatus::kLocProtErr;
+        uint32_t space = MemSpaces::kLocal;
+        uint8_t* dst = mrs_.local(qp.pd, s.lkey, s.addr + at, n, kAccessLocalWrite, &err, &space);
+        if (dst == nullptr) {
+          complete_error_at(qp, err);
+          return false;
+        }
+        copy_to(space, dst, src, n, make_req_tag(qp));
+        src += n;
+        return true;
+      });
+  if (!scattered) return;
   rq.una = p + 1;
   req_progress(qp, now_ns);
   if (is_last) complete_tail_ok(qp);

@@ -127,19 +127,7 @@ void Engine::resp_copy_failed(Qp& qp, Psn psn, uint32_t rq_low, CopyTag kind) {
                                                : wire::NakCode::kRemoteOpError);
     r.nak_psn = psn;
   }
-  uint32_t kept = 0;
-  std::array<uint8_t, kMaxRdAtomic> keep{};
-  for (uint32_t i = 0; i < r.q_count; ++i) {
-    const uint8_t q = r.queue[(r.q_head + i) % kMaxRdAtomic];
-    if (wire::psn_before(r.res[q].first_psn, r.nak_psn)) {
-      keep[kept++] = q;
-    } else {
-      r.res[q].queued = false;
-    }
-  }
-  r.q_head = 0;
-  r.q_count = kept;
-  for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
+  r.unqueue_from(r.nak_psn);
   r.ack_pending = false;
   r.fatal = true;
   enter_error(qp);  // (already in ERR after an earlier fatal error: no-op)

@@ -31,29 +31,17 @@ bool v4_mapped(const std::array<uint8_t, 16>& g) {
   return std::memcmp(g.data(), kPrefix, sizeof(kPrefix)) == 0;
 }
 
+// The completion opcode of each WrOpcode, in WrOpcode's value order.
+constexpr WcOpcode kWcOpcodeOf[] = {WcOpcode::kRdmaWrite, WcOpcode::kRdmaWrite, WcOpcode::kSend,
+                                    WcOpcode::kSend,      WcOpcode::kRdmaRead,  WcOpcode::kCompSwap,
+                                    WcOpcode::kFetchAdd,  WcOpcode::kLocalInv,  WcOpcode::kBindMw,
+                                    WcOpcode::kSend};
+static_assert(std::size(kWcOpcodeOf) == static_cast<size_t>(WrOpcode::kSendWithInv) + 1);
 }  // namespace
 
 WcOpcode wc_opcode(WrOpcode op) {
-  switch (op) {
-    case WrOpcode::kRdmaWrite:
-    case WrOpcode::kRdmaWriteWithImm:
-      return WcOpcode::kRdmaWrite;
-    case WrOpcode::kRdmaRead:
-      return WcOpcode::kRdmaRead;
-    case WrOpcode::kAtomicCmpAndSwp:
-      return WcOpcode::kCompSwap;
-    case WrOpcode::kAtomicFetchAndAdd:
-      return WcOpcode::kFetchAdd;
-    case WrOpcode::kLocalInv:
-      return WcOpcode::kLocalInv;
-    case WrOpcode::kBindMw:
-      return WcOpcode::kBindMw;
-    case WrOpcode::kSend:
-    case WrOpcode::kSendWithImm:
-    case WrOpcode::kSendWithInv:
-      break;
-  }
-  return WcOpcode::kSend;
+  const auto i = static_cast<size_t>(op);
+  return i < std::size(kWcOpcodeOf) ? kWcOpcodeOf[i] : WcOpcode::kSend;
 }
 
 namespace {

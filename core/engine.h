@@ -132,7 +132,7 @@ class Engine {
   Status post_send(uint32_t qpn, const SendWr& wr);
   Status post_recv(uint32_t qpn, const RecvWr& wr);
   int poll_cq(uint32_t cq_id, Wc* wc, int max);
-  bool cq_error(uint32_t cq_id) const;  // CQ overrun happened
+  bool cq_error(uint32_t cq_id) const;     // CQ overrun happened
   uint32_t cq_size(uint32_t cq_id) const;  // completions waiting to be polled (0 for a bad id)
 
   // Shared receive queues (owning thread; core/srq.cc). create_srq: kInvalid for
@@ -296,6 +296,14 @@ class Engine {
   void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len, uint32_t wc_flags,
                      uint32_t imm);
   void resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status);
+  // resp_fatal for an invalid request / a remote access error (the R_Key check).
+  void resp_invalid(Qp& qp) {
+    resp_fatal(qp, static_cast<uint8_t>(wire::NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+  }
+  void resp_access_error(Qp& qp) {
+    resp_fatal(qp, static_cast<uint8_t>(wire::NakCode::kRemoteAccessError),
+               WcStatus::kRemAccessErr);
+  }
   void resp_nak(Qp& qp, uint8_t syndrome);
   void queue_response(Qp& qp, uint32_t res_index);
   bool claim_resource(Qp& qp);
@@ -343,7 +351,7 @@ class Engine {
     std::unique_ptr<uint8_t[]> buf;
   } tx_stage_;
   uint32_t tx_stage_cap_ = kTxStageBytes;  // what the QP being built may still send now
-  bool flushing_ = false;  // inside flush_cqes() or handle_copy_failures()
+  bool flushing_ = false;                  // inside flush_cqes() or handle_copy_failures()
   // handle_copy_failures() scratch (error path): the failed copies' tags, the
   // earliest per QP and side.
   std::vector<uint64_t> failed_copies_;

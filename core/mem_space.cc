@@ -3,8 +3,8 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -57,7 +57,8 @@ ssize_t move_run(int fd, const iovec* local, size_t pieces, size_t len, off_t of
   ssize_t got;
   if (pieces == 1) {
     do {
-      got = kWrite ? pwrite(fd, local[0].iov_base, len, off) : pread(fd, local[0].iov_base, len, off);
+      got =
+          kWrite ? pwrite(fd, local[0].iov_base, len, off) : pread(fd, local[0].iov_base, len, off);
     } while (got < 0 && errno == EINTR);
     return got;
   }
@@ -125,6 +126,28 @@ ssize_t transfer(int fd, const iovec* local, const iovec* remote, size_t n) {
   return static_cast<ssize_t>(total);
 }
 
+// readv (kWrite false: remote -> local) or writev (local -> remote) of
+// MemSpaces: memcpy within burst's own memory (`own`), else through fd (-1:
+// the space is not attached, ESRCH).
+template <bool kWrite>
+ssize_t copy_iov(bool own, int fd, const iovec* local, const iovec* remote, size_t n) {
+  if (own) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const iovec& from = kWrite ? local[i] : remote[i];
+      const iovec& to = kWrite ? remote[i] : local[i];
+      if (from.iov_len != 0) std::memcpy(to.iov_base, from.iov_base, from.iov_len);
+      total += from.iov_len;
+    }
+    return static_cast<ssize_t>(total);
+  }
+  if (fd < 0) {
+    errno = ESRCH;
+    return -1;
+  }
+  return transfer<kWrite>(fd, local, remote, n);
+}
+
 }  // namespace
 
 MemSpaces::MemSpaces()
@@ -175,39 +198,11 @@ int MemSpaces::resolve(uint32_t space) const {
 int MemSpaces::fd(uint32_t id) const { return id == kLocal ? -1 : resolve(id); }
 
 ssize_t MemSpaces::readv(uint32_t space, const iovec* local, const iovec* remote, size_t n) const {
-  if (space == kLocal) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (remote[i].iov_len != 0)
-        std::memcpy(local[i].iov_base, remote[i].iov_base, remote[i].iov_len);
-      total += remote[i].iov_len;
-    }
-    return static_cast<ssize_t>(total);
-  }
-  const int fd = resolve(space);
-  if (fd < 0) {
-    errno = ESRCH;
-    return -1;
-  }
-  return transfer<false>(fd, local, remote, n);
+  return copy_iov<false>(space == kLocal, space == kLocal ? -1 : resolve(space), local, remote, n);
 }
 
 ssize_t MemSpaces::writev(uint32_t space, const iovec* local, const iovec* remote, size_t n) const {
-  if (space == kLocal) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (local[i].iov_len != 0)
-        std::memcpy(remote[i].iov_base, local[i].iov_base, local[i].iov_len);
-      total += local[i].iov_len;
-    }
-    return static_cast<ssize_t>(total);
-  }
-  const int fd = resolve(space);
-  if (fd < 0) {
-    errno = ESRCH;
-    return -1;
-  }
-  return transfer<true>(fd, local, remote, n);
+  return copy_iov<true>(space == kLocal, space == kLocal ? -1 : resolve(space), local, remote, n);
 }
 
 bool MemSpaces::read(uint32_t space, void* local_dst, const void* space_src, size_t len) const {

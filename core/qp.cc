@@ -19,7 +19,7 @@ constexpr uint32_t kRnrTimerUs[32] = {
     20480,  30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
-enum class Kind : uint8_t { kRc, kUc, kUd, kGsi };
+enum class Kind : uint8_t { kUd, kUc, kRc, kGsi };  // the order of rule()'s by()
 
 struct Rule {
   bool valid;
@@ -29,35 +29,27 @@ struct Rule {
 
 Rule rule(Kind k, QpState cur, QpState next) {
   using S = QpState;
+  // The value for QP kind k, among one value per kind.
   auto by = [k](uint32_t ud, uint32_t uc, uint32_t rc, uint32_t gsi) {
-    switch (k) {
-      case Kind::kUd:
-        return ud;
-      case Kind::kUc:
-        return uc;
-      case Kind::kRc:
-        return rc;
-      case Kind::kGsi:
-        return gsi;
-    }
-    return 0u;
+    const uint32_t per_kind[] = {ud, uc, rc, gsi};
+    return per_kind[static_cast<size_t>(k)];
   };
+  // Attributes that INIT takes (required from RESET, optional INIT -> INIT).
+  const uint32_t init_attrs =
+      by(kQpPkeyIndex | kQpPort | kQpQkey, kQpPkeyIndex | kQpPort | kQpAccessFlags,
+         kQpPkeyIndex | kQpPort | kQpAccessFlags, kQpPkeyIndex | kQpQkey);
+  // Optional attributes of RTR -> RTS, RTS -> RTS and SQD -> RTS (the same sets).
+  const uint32_t to_rts_opt =
+      by(kQpCurState | kQpQkey, kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
+         kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
+         kQpCurState | kQpQkey);
   if (next == S::kReset || next == S::kErr) return {true, 0, 0};  // from any state
   switch (cur) {
     case S::kReset:
-      if (next == S::kInit) {
-        return {true,
-                by(kQpPkeyIndex | kQpPort | kQpQkey, kQpPkeyIndex | kQpPort | kQpAccessFlags,
-                   kQpPkeyIndex | kQpPort | kQpAccessFlags, kQpPkeyIndex | kQpQkey),
-                0};
-      }
+      if (next == S::kInit) return {true, init_attrs, 0};
       break;
     case S::kInit:
-      if (next == S::kInit) {
-        return {true, 0,
-                by(kQpPkeyIndex | kQpPort | kQpQkey, kQpPkeyIndex | kQpPort | kQpAccessFlags,
-                   kQpPkeyIndex | kQpPort | kQpAccessFlags, kQpPkeyIndex | kQpQkey)};
-      }
+      if (next == S::kInit) return {true, 0, init_attrs};
       if (next == S::kRtr) {
         const uint32_t uc_req = kQpAv | kQpPathMtu | kQpDestQpn | kQpRqPsn;
         const uint32_t conn_opt = kQpAltPath | kQpAccessFlags | kQpPkeyIndex;
@@ -71,29 +63,15 @@ Rule rule(Kind k, QpState cur, QpState next) {
             true,
             by(kQpSqPsn, kQpSqPsn,
                kQpQpTimeout | kQpRetryCnt | kQpRnrRetry | kQpSqPsn | kQpMaxQpRdAtomic, kQpSqPsn),
-            by(kQpCurState | kQpQkey, kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
-               kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
-               kQpCurState | kQpQkey)};
+            to_rts_opt};
       }
       break;
     case S::kRts:
-      if (next == S::kRts) {
-        return {
-            true, 0,
-            by(kQpCurState | kQpQkey, kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState,
-               kQpCurState | kQpAccessFlags | kQpAltPath | kQpPathMigState | kQpMinRnrTimer,
-               kQpCurState | kQpQkey)};
-      }
+      if (next == S::kRts) return {true, 0, to_rts_opt};
       if (next == S::kSqd) return {true, 0, kQpEnSqdAsyncNotify};
       break;
     case S::kSqd:
-      if (next == S::kRts) {
-        return {
-            true, 0,
-            by(kQpCurState | kQpQkey, kQpCurState | kQpAltPath | kQpAccessFlags | kQpPathMigState,
-               kQpCurState | kQpAltPath | kQpAccessFlags | kQpMinRnrTimer | kQpPathMigState,
-               kQpCurState | kQpQkey)};
-      }
+      if (next == S::kRts) return {true, 0, to_rts_opt};
       if (next == S::kSqd) {
         return {true, 0,
                 by(kQpPkeyIndex | kQpQkey,

@@ -158,6 +158,30 @@ struct RespState {
   std::array<uint8_t, kMaxRdAtomic> queue{};  // resources with responses to send, in order
   uint32_t q_head = 0;
   uint32_t q_count = 0;
+
+  // Takes the resources q for which drop(q) holds off the response queue
+  // (`queued` cleared); the others stay queued, in order.
+  template <typename Pred>
+  void unqueue_if(Pred drop) {
+    std::array<uint8_t, kMaxRdAtomic> keep{};
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < q_count; ++i) {
+      const uint8_t q = queue[(q_head + i) % kMaxRdAtomic];
+      if (drop(q)) {
+        res[q].queued = false;
+      } else {
+        keep[kept++] = q;
+      }
+    }
+    q_head = 0;
+    q_count = kept;
+    for (uint32_t i = 0; i < kept; ++i) queue[i] = keep[i];
+  }
+  // The responses of the requests from `psn` on (the requester repeats those,
+  // Go-Back-N); earlier ones stay queued.
+  void unqueue_from(Psn psn) {
+    unqueue_if([&](uint8_t q) { return !wire::psn_before(res[q].first_psn, psn); });
+  }
 };
 
 struct Qp {

@@ -85,8 +85,7 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
       std::memcpy(dst, w.sge0_host + offset, len);  // transmit gather
       return true;
     }
-    if (space_read(w.sge0_space, dst, w.sge0_host + offset, len,
-                   w.wr.sg_list[0].length - offset)) {
+    if (space_read(w.sge0_space, dst, w.sge0_host + offset, len, w.wr.sg_list[0].length - offset)) {
       return true;
     }
     *err = WcStatus::kLocProtErr;
@@ -108,35 +107,30 @@ bool Engine::gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, ui
     *err = WcStatus::kLocProtErr;
     return false;
   };
-  for (uint32_t i = 0; i < w.wr.num_sge && len > 0; ++i) {
-    const Sge& s = w.wr.sg_list[i];
-    if (offset >= s.length) {
-      offset -= s.length;
-      continue;
-    }
-    const uint32_t n = std::min(len, s.length - offset);
-    uint32_t space = MemSpaces::kLocal;
-    const uint8_t* src = mrs_.local(qp.pd, s.lkey, s.addr + offset, n, 0, err, &space);
-    if (src == nullptr) return false;
-    if (space == MemSpaces::kLocal) {
-      std::memcpy(dst, src, n);  // transmit gather: the frame is finished right after
-    } else {
-      if (niov != 0 && space != iov_space && !read_pending()) return false;
-      if (niov == 0) {
-        iov_space = space;
-        iov_bytes = 0;
-      }
-      local_iov[niov] = iovec{dst, n};
-      space_iov[niov] = iovec{const_cast<uint8_t*>(src), n};
-      ++niov;
-      iov_bytes += n;
-    }
-    dst += n;
-    len -= n;
-    offset = 0;
-  }
-  if (!read_pending()) return false;
-  if (len != 0) {
+  uint32_t rest = 0;
+  const bool gathered =
+      for_each_sge_piece(w.wr, offset, len, &rest, [&](const Sge& s, uint32_t at, uint32_t n) {
+        uint32_t space = MemSpaces::kLocal;
+        const uint8_t* src = mrs_.local(qp.pd, s.lkey, s.addr + at, n, 0, err, &space);
+        if (src == nullptr) return false;
+        if (space == MemSpaces::kLocal) {
+          std::memcpy(dst, src, n);  // transmit gather: the frame is finished right after
+        } else {
+          if (niov != 0 && space != iov_space && !read_pending()) return false;
+          if (niov == 0) {
+            iov_space = space;
+            iov_bytes = 0;
+          }
+          local_iov[niov] = iovec{dst, n};
+          space_iov[niov] = iovec{const_cast<uint8_t*>(src), n};
+          ++niov;
+          iov_bytes += n;
+        }
+        dst += n;
+        return true;
+      });
+  if (!gathered || !read_pending()) return false;
+  if (rest != 0) {
     *err = WcStatus::kLocLenErr;
     return false;
   }

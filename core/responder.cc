@@ -25,6 +25,12 @@ uint32_t rwqe_length(const RecvWr& w) {
   return total > kMaxMessageBytes ? kMaxMessageBytes : static_cast<uint32_t>(total);
 }
 
+// The QP lets its peer READ or do atomics (`access`) and has responder
+// resources for them (max_dest_rd_atomic).
+bool rd_atomic_allowed(const Qp& qp, uint32_t access) {
+  return (qp.attr.qp_access_flags & access) != 0 && qp.attr.max_dest_rd_atomic != 0;
+}
+
 }  // namespace
 
 void Engine::resp_nak(Qp& qp, uint8_t syndrome) {
@@ -164,7 +170,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
       break;
   }
   if (!seq_ok) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   // Payload sizes by position: FIRST/MIDDLE carry exactly one path MTU, LAST 1..MTU.
@@ -174,7 +180,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
     const bool bad = (!last && len != qp.mtu) || (last && !first && (len == 0 || len > qp.mtu)) ||
                      (first && last && len > qp.mtu);
     if (bad) {
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+      resp_invalid(qp);
       return;
     }
   }
@@ -189,7 +195,7 @@ void Engine::rc_request(Qp& qp, const wire::PacketView& pv, uint64_t now_ns) {
   } else if (info.has(wire::kAtomic)) {
     rc_atomic(qp, pv);
   } else {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   if (r.epsn != before && (info.has(wire::kSend) || info.has(wire::kWrite)) &&
@@ -229,7 +235,7 @@ void Engine::rc_send(Qp& qp, const wire::PacketView& pv) {
   }
   if (const wire::Ieth* inv = pv.ieth()) {
     if (!mrs_.invalidate_rkey(qp.pd, inv->rkey()).ok()) {
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+      resp_invalid(qp);
       return;
     }
     flags |= kWcWithInv;
@@ -245,7 +251,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
   const wire::OpcodeInfo& info = *pv.info;
   if ((qp.attr.qp_access_flags & kAccessRemoteWrite) == 0) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   const uint32_t len = pv.payload_len;
@@ -260,7 +266,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     left = reth->dma_len();
     const bool bad_len = left > kMaxMessageBytes || (last ? len != left : left <= len);
     if (bad_len) {
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+      resp_invalid(qp);
       return;
     }
     // The whole message range is checked here, once; later packets only check
@@ -269,12 +275,12 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
       host =
           mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref, &space);
       if (host == nullptr) {
-        resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+        resp_access_error(qp);
         return;
       }
     }
   } else if (last ? len != left : len >= left) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   if (info.has(wire::kNeedsRwqe) && !take_rwqe(qp)) return;  // WRITE_WITH_IMM: RNR NAK
@@ -288,7 +294,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   }
   if (len != 0) {
     if (!MrTable::still_valid(r.write_ref)) {  // deregistered or invalidated since the first packet
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+      resp_access_error(qp);
       return;
     }
     copy_to(r.write_space, r.write_host, pv.payload(), len,
@@ -318,34 +324,26 @@ bool Engine::claim_resource(Qp& qp) {
   // a duplicate that raced with the original responses) is moot: the requester
   // completed that request, or it could not have issued this one.
   if (!res.replay) return false;
-  uint32_t kept = 0;
-  std::array<uint8_t, kMaxRdAtomic> keep{};
-  for (uint32_t i = 0; i < r.q_count; ++i) {
-    const uint8_t q = r.queue[(r.q_head + i) % kMaxRdAtomic];
-    if (q != r.res_next) keep[kept++] = q;
-  }
-  r.q_head = 0;
-  r.q_count = kept;
-  for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
+  r.unqueue_if([&r](uint8_t q) { return q == r.res_next; });
   res.queued = false;
   return true;
 }
 
 void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
-  if ((qp.attr.qp_access_flags & kAccessRemoteRead) == 0 || qp.attr.max_dest_rd_atomic == 0) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+  if (!rd_atomic_allowed(qp, kAccessRemoteRead)) {
+    resp_invalid(qp);
     return;
   }
   const wire::Reth* reth = pv.reth();
   const uint32_t len = reth->dma_len();
   if (len > kMaxMessageBytes || !claim_resource(qp)) {
     // Too long, or more outstanding READ/atomics than max_dest_rd_atomic.
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   if (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len, kAccessRemoteRead) == nullptr) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+    resp_access_error(qp);
     return;
   }
   const uint32_t npkts = len == 0 ? 1 : (len + qp.mtu - 1) / qp.mtu;
@@ -374,27 +372,23 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
 
 void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
   RespState& r = qp.resp;
-  if ((qp.attr.qp_access_flags & kAccessRemoteAtomic) == 0 || qp.attr.max_dest_rd_atomic == 0) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
-    return;
-  }
   const wire::AtomicEth* a = pv.atomic_eth();
-  if ((a->va() & 7) != 0) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+  if (!rd_atomic_allowed(qp, kAccessRemoteAtomic) || (a->va() & 7) != 0) {
+    resp_invalid(qp);  // or a misaligned target
     return;
   }
   uint32_t space = MemSpaces::kLocal;
   uint8_t* host = mrs_.remote(qp.pd, a->rkey(), a->va(), 8, kAccessRemoteAtomic, &space);
   if (host == nullptr) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+    resp_access_error(qp);
     return;
   }
   if ((reinterpret_cast<uintptr_t>(host) & 7) != 0) {  // host mapping not 8-byte aligned
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   if (!claim_resource(qp)) {
-    resp_fatal(qp, static_cast<uint8_t>(NakCode::kInvalidRequest), WcStatus::kRemInvReqErr);
+    resp_invalid(qp);
     return;
   }
   copier_.drain();  // earlier WRITEs to these bytes land before the atomic reads them
@@ -418,7 +412,7 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
                         : spaces.fetch_add(space, host, a->swap_add(), &orig);
     if (!ok) {
       ++counters_.mem_space_atomic_errors;
-      resp_fatal(qp, static_cast<uint8_t>(NakCode::kRemoteAccessError), WcStatus::kRemAccessErr);
+      resp_access_error(qp);
       return;
     }
   }
@@ -495,19 +489,7 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
   // Queued responses from this request on are for requests the requester
   // repeats too (Go-Back-N): drop them and restart from the duplicate. Earlier
   // ones (e.g. replays queued by the duplicates just before this one) stay ahead.
-  std::array<uint8_t, kMaxRdAtomic> keep{};
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < r.q_count; ++i) {
-    const uint8_t q = r.queue[(r.q_head + i) % kMaxRdAtomic];
-    if (wire::psn_before(r.res[q].first_psn, found->first_psn)) {
-      keep[kept++] = q;
-    } else {
-      r.res[q].queued = false;
-    }
-  }
-  r.q_head = 0;
-  r.q_count = kept;
-  for (uint32_t i = 0; i < kept; ++i) r.queue[i] = keep[i];
+  r.unqueue_from(found->first_psn);
   found->tx_psn = found->tx_first_psn = psn;
   found->replay = true;
   queue_response(qp, slot);

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 
 namespace burst::core {
 
@@ -29,29 +31,16 @@ class [[nodiscard]] Status {
   constexpr bool ok() const { return errc_ == Errc::kOk; }
   constexpr Errc errc() const { return errc_; }
   constexpr int to_errno() const {
-    switch (errc_) {
-      case Errc::kOk:
-        return 0;
-      case Errc::kInvalid:
-        return EINVAL;
-      case Errc::kNoMemory:
-        return ENOMEM;
-      case Errc::kNotFound:
-        return ENOENT;
-      case Errc::kBusy:
-        return EBUSY;
-      case Errc::kNotSupported:
-        return EOPNOTSUPP;
-      case Errc::kState:
-        return EINVAL;
-      case Errc::kPermission:
-        return EACCES;
-    }
-    return EINVAL;
+    const auto i = static_cast<size_t>(errc_);
+    return i < std::size(kErrno) ? kErrno[i] : EINVAL;
   }
   constexpr bool operator==(const Status&) const = default;
 
  private:
+  // The errno of each Errc, in declaration order.
+  static constexpr int kErrno[] = {0, EINVAL, ENOMEM, ENOENT, EBUSY, EOPNOTSUPP, EINVAL, EACCES};
+  static_assert(std::size(kErrno) == static_cast<size_t>(Errc::kPermission) + 1);
+
   Errc errc_ = Errc::kOk;
 };
 

@@ -4,6 +4,7 @@
 // static_asserts in tests/provider/verbs_values_check.cc check that they stay equal.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -147,6 +148,28 @@ struct RecvWr {
   uint32_t num_sge = 0;
   std::array<Sge, kMaxSge> sg_list{};
 };
+
+// The pieces of `len` bytes that start `offset` bytes into the SGE list of wr
+// (a SendWr or RecvWr), in order: piece(sge, offset in that SGE, bytes) for
+// each, until piece returns false (then false). Else true, with the bytes the
+// list could not hold in *rest.
+template <typename Wr, typename Piece>
+inline bool for_each_sge_piece(const Wr& wr, uint32_t offset, uint32_t len, uint32_t* rest,
+                               Piece&& piece) {
+  for (uint32_t i = 0; i < wr.num_sge && len > 0; ++i) {
+    const Sge& s = wr.sg_list[i];
+    if (offset >= s.length) {
+      offset -= s.length;
+      continue;
+    }
+    const uint32_t n = std::min(len, s.length - offset);
+    if (!piece(s, offset, n)) return false;
+    len -= n;
+    offset = 0;
+  }
+  *rest = len;
+  return true;
+}
 
 struct Wc {
   uint64_t wr_id = 0;

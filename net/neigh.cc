@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <string>
 
+#include "core/enum_names.h"
 #include "net/rtnl.h"
 
 namespace burst::net {
@@ -35,31 +37,13 @@ std::string netdev_label(uint32_t ifindex) {
   return "ifindex " + std::to_string(ifindex);
 }
 
-const char* route_type_name(uint8_t type) {
-  switch (type) {
-    case RTN_UNICAST:
-      return "unicast";
-    case RTN_LOCAL:
-      return "local";
-    case RTN_BROADCAST:
-      return "broadcast";
-    case RTN_ANYCAST:
-      return "anycast";
-    case RTN_MULTICAST:
-      return "multicast";
-    case RTN_BLACKHOLE:
-      return "blackhole";
-    case RTN_UNREACHABLE:
-      return "unreachable";
-    case RTN_PROHIBIT:
-      return "prohibit";
-    case RTN_THROW:
-      return "throw";
-    case RTN_NAT:
-      return "nat";
-  }
-  return "unknown";
-}
+// RTN_* in value order, from RTN_UNSPEC (0); RTN_XRESOLVE and later are "unknown".
+constexpr const char* kRouteTypeNames[] = {"unknown",  "unicast",   "local",     "broadcast",
+                                           "anycast",  "multicast", "blackhole", "unreachable",
+                                           "prohibit", "throw",     "nat"};
+static_assert(RTN_UNICAST == 1 && RTN_NAT == 10 && std::size(kRouteTypeNames) == RTN_NAT + 1);
+
+const char* route_type_name(uint8_t type) { return enum_name(kRouteTypeNames, type, "unknown"); }
 
 bool usable(const NeighRecord& n) {
   constexpr uint16_t kValid =
@@ -107,6 +91,13 @@ Status lookup_route(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, RouteRec
                                            netdev_label(ifindex));
   }
   return Status::Ok();
+}
+
+// Opens *rtnl (no multicast groups) and looks up the route to dst with it.
+Status route_toward(RtnlSocket* rtnl, uint32_t ifindex, const Gid& dst, RouteRecord* out) {
+  Status st = rtnl->open(0, false);
+  if (!st.ok()) return st;
+  return lookup_route(*rtnl, ifindex, dst, out);
 }
 
 // *found = false when the kernel has no entry (ENOENT).
@@ -218,10 +209,8 @@ Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out,
   }
 
   RtnlSocket rtnl;
-  Status st = rtnl.open(0, false);
-  if (!st.ok()) return st;
   RouteRecord route;
-  st = lookup_route(rtnl, ifindex, dst, &route);
+  Status st = route_toward(&rtnl, ifindex, dst, &route);
   if (!st.ok()) return st;
   const Gid nh = route.has_gateway ? route.gateway : dst;
   ri.next_hop = nh;
@@ -313,10 +302,8 @@ Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out,
 Status local_gid_for(uint32_t ifindex, const Gid& dst, Gid* src) {
   if (gid_is_zero(dst)) return Status::Error(EINVAL, "no source address for the zero GID");
   RtnlSocket rtnl;
-  Status st = rtnl.open(0, false);
-  if (!st.ok()) return st;
   RouteRecord route;
-  st = lookup_route(rtnl, ifindex, dst, &route);
+  Status st = route_toward(&rtnl, ifindex, dst, &route);
   if (!st.ok()) return st;
   if (!route.has_prefsrc) {
     return Status::Error(EADDRNOTAVAIL, "no source address toward " + format_gid(dst) + " on " +

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
+#include "core/enum_names.h"
 #include "net/rtnl.h"
 
 namespace burst::net {
@@ -21,8 +23,7 @@ constexpr int kDumpAttempts = 5;
 
 // Active channel counts through ETHTOOL_GCHANNELS (the ioctl works on any
 // socket of the namespace). False when the driver does not report channels.
-bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx,
-                   uint32_t* max) {
+bool read_channels(int fd, const std::string& ifname, uint32_t* rx, uint32_t* tx, uint32_t* max) {
   struct ethtool_channels ch {};
   ch.cmd = ETHTOOL_GCHANNELS;
   ifreq ifr{};
@@ -104,23 +105,11 @@ Status fill(RtnlSocket& rtnl, const LinkRecord& link, NetdevInfo* out) {
 }  // namespace
 
 const char* operstate_name(uint8_t operstate) {
-  switch (operstate) {
-    case IF_OPER_UNKNOWN:
-      return "unknown";
-    case IF_OPER_NOTPRESENT:
-      return "notpresent";
-    case IF_OPER_DOWN:
-      return "down";
-    case IF_OPER_LOWERLAYERDOWN:
-      return "lowerlayerdown";
-    case IF_OPER_TESTING:
-      return "testing";
-    case IF_OPER_DORMANT:
-      return "dormant";
-    case IF_OPER_UP:
-      return "up";
-  }
-  return "invalid";
+  // IF_OPER_* (RFC 2863 operational states) in value order.
+  constexpr const char* kNames[] = {"unknown", "notpresent", "down", "lowerlayerdown",
+                                    "testing", "dormant",    "up"};
+  static_assert(IF_OPER_UNKNOWN == 0 && IF_OPER_UP == 6 && std::size(kNames) == IF_OPER_UP + 1);
+  return enum_name(kNames, operstate, "invalid");
 }
 
 Status query_netdev(RtnlSocket& rtnl, const std::string& ifname, NetdevInfo* out) {

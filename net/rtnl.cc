@@ -49,11 +49,19 @@ bool parse_attrs(const nlmsghdr* nlh, size_t family_hdr_len, Attrs<N>* tb) {
   return parse_attrs_at(nlh, NLMSG_ALIGN(family_hdr_len), tb);
 }
 
-// IPv4 (4 bytes) or IPv6 (16 bytes) address attribute of the given family.
-bool get_ip(const nlattr* attr, int family, Gid* out) {
-  if (attr == nullptr) return false;
-  uint16_t len = mnl_attr_get_payload_len(attr);
-  const void* p = mnl_attr_get_payload(attr);
+// The family header Hdr of a message of type `type` or `type2`, its attributes
+// in *tb; nullptr for another type or malformed attributes.
+template <typename Hdr, size_t N>
+const Hdr* parse_msg(const nlmsghdr* nlh, uint16_t type, uint16_t type2, Attrs<N>* tb) {
+  if (nlh->nlmsg_type != type && nlh->nlmsg_type != type2) return nullptr;
+  if (!parse_attrs(nlh, sizeof(Hdr), tb)) return nullptr;
+  return static_cast<const Hdr*>(mnl_nlmsg_get_payload(nlh));
+}
+
+bool ip_family(int family) { return family == AF_INET || family == AF_INET6; }
+
+// An IPv4 (4 bytes) or IPv6 (16 bytes) address of the given family at p.
+bool ip_from_bytes(const void* p, size_t len, int family, Gid* out) {
   if (family == AF_INET && len == 4) {
     in_addr a;
     std::memcpy(&a, p, 4);
@@ -69,11 +77,26 @@ bool get_ip(const nlattr* attr, int family, Gid* out) {
   return false;
 }
 
+// IPv4 (4 bytes) or IPv6 (16 bytes) address attribute of the given family.
+bool get_ip(const nlattr* attr, int family, Gid* out) {
+  if (attr == nullptr) return false;
+  return ip_from_bytes(mnl_attr_get_payload(attr), mnl_attr_get_payload_len(attr), family, out);
+}
+
+// An optional attribute: true when absent (*present false, *out unchanged) or
+// well-formed (*present true); false when present and malformed.
+bool opt_ip(const nlattr* attr, int family, Gid* out, bool* present = nullptr) {
+  if (present != nullptr) *present = attr != nullptr;
+  return attr == nullptr || get_ip(attr, family, out);
+}
+
 bool get_u32(const nlattr* attr, uint32_t* out) {
   if (attr == nullptr || mnl_attr_get_payload_len(attr) < 4) return false;
   *out = mnl_attr_get_u32(attr);
   return true;
 }
+
+bool opt_u32(const nlattr* attr, uint32_t* out) { return attr == nullptr || get_u32(attr, out); }
 
 bool get_mac(const nlattr* attr, MacAddr* out) {
   if (attr == nullptr || mnl_attr_get_payload_len(attr) != 6) return false;
@@ -111,10 +134,9 @@ int64_t now_ms() {
 // ---- Parsers -------------------------------------------------------------
 
 bool parse_link(const nlmsghdr* nlh, LinkRecord* out) {
-  if (nlh->nlmsg_type != RTM_NEWLINK && nlh->nlmsg_type != RTM_DELLINK) return false;
   Attrs<IFLA_MAX + 1> tb;
-  if (!parse_attrs(nlh, sizeof(ifinfomsg), &tb)) return false;
-  const auto* ifi = static_cast<const ifinfomsg*>(mnl_nlmsg_get_payload(nlh));
+  const auto* ifi = parse_msg<ifinfomsg>(nlh, RTM_NEWLINK, RTM_DELLINK, &tb);
+  if (ifi == nullptr) return false;
   LinkRecord r;
   r.ifindex = static_cast<uint32_t>(ifi->ifi_index);
   r.type = ifi->ifi_type;
@@ -127,34 +149,28 @@ bool parse_link(const nlmsghdr* nlh, LinkRecord* out) {
     // Non-Ethernet links carry other address sizes (none, 4, 20 bytes): no MAC then.
     r.has_mac = get_mac(tb[IFLA_ADDRESS], &r.mac);
   }
-  if (tb[IFLA_MTU] != nullptr && !get_u32(tb[IFLA_MTU], &r.mtu)) return false;
+  if (!opt_u32(tb[IFLA_MTU], &r.mtu)) return false;
   if (const nlattr* op = tb[IFLA_OPERSTATE]) {
     if (mnl_attr_get_payload_len(op) < 1) return false;
     r.operstate = mnl_attr_get_u8(op);
   }
-  if (tb[IFLA_NUM_RX_QUEUES] != nullptr && !get_u32(tb[IFLA_NUM_RX_QUEUES], &r.num_rx_queues)) {
-    return false;
-  }
-  if (tb[IFLA_NUM_TX_QUEUES] != nullptr && !get_u32(tb[IFLA_NUM_TX_QUEUES], &r.num_tx_queues)) {
-    return false;
-  }
+  if (!opt_u32(tb[IFLA_NUM_RX_QUEUES], &r.num_rx_queues)) return false;
+  if (!opt_u32(tb[IFLA_NUM_TX_QUEUES], &r.num_tx_queues)) return false;
   *out = std::move(r);
   return true;
 }
 
 bool parse_addr(const nlmsghdr* nlh, AddrRecord* out) {
-  if (nlh->nlmsg_type != RTM_NEWADDR && nlh->nlmsg_type != RTM_DELADDR) return false;
   Attrs<IFA_MAX + 1> tb;
-  if (!parse_attrs(nlh, sizeof(ifaddrmsg), &tb)) return false;
-  const auto* ifa = static_cast<const ifaddrmsg*>(mnl_nlmsg_get_payload(nlh));
-  if (ifa->ifa_family != AF_INET && ifa->ifa_family != AF_INET6) return false;
+  const auto* ifa = parse_msg<ifaddrmsg>(nlh, RTM_NEWADDR, RTM_DELADDR, &tb);
+  if (ifa == nullptr || !ip_family(ifa->ifa_family)) return false;
   AddrRecord r;
   r.family = ifa->ifa_family;
   r.ifindex = ifa->ifa_index;
   r.prefix_len = ifa->ifa_prefixlen;
   r.scope = ifa->ifa_scope;
   r.flags = ifa->ifa_flags;
-  if (tb[IFA_FLAGS] != nullptr && !get_u32(tb[IFA_FLAGS], &r.flags)) return false;
+  if (!opt_u32(tb[IFA_FLAGS], &r.flags)) return false;
   // IFA_LOCAL is the interface's own address; IFA_ADDRESS is the peer on a
   // point-to-point link and equals IFA_LOCAL otherwise (IPv6 sends only IFA_ADDRESS).
   const nlattr* a = tb[IFA_LOCAL] != nullptr ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
@@ -164,19 +180,16 @@ bool parse_addr(const nlmsghdr* nlh, AddrRecord* out) {
 }
 
 bool parse_route(const nlmsghdr* nlh, RouteRecord* out) {
-  if (nlh->nlmsg_type != RTM_NEWROUTE) return false;
   Attrs<RTA_MAX + 1> tb;
-  if (!parse_attrs(nlh, sizeof(rtmsg), &tb)) return false;
-  const auto* rtm = static_cast<const rtmsg*>(mnl_nlmsg_get_payload(nlh));
-  if (rtm->rtm_family != AF_INET && rtm->rtm_family != AF_INET6) return false;
+  const auto* rtm = parse_msg<rtmsg>(nlh, RTM_NEWROUTE, RTM_NEWROUTE, &tb);
+  if (rtm == nullptr || !ip_family(rtm->rtm_family)) return false;
   RouteRecord r;
   r.family = rtm->rtm_family;
   r.type = rtm->rtm_type;
   r.table = rtm->rtm_table;
   r.dst_len = rtm->rtm_dst_len;
-  if (tb[RTA_TABLE] != nullptr && !get_u32(tb[RTA_TABLE], &r.table)) return false;
-  if (tb[RTA_OIF] != nullptr && !get_u32(tb[RTA_OIF], &r.oif)) return false;
-  if (tb[RTA_DST] != nullptr && !get_ip(tb[RTA_DST], r.family, &r.dst)) return false;
+  if (!opt_u32(tb[RTA_TABLE], &r.table) || !opt_u32(tb[RTA_OIF], &r.oif)) return false;
+  if (!opt_ip(tb[RTA_DST], r.family, &r.dst)) return false;
   if (tb[RTA_GATEWAY] != nullptr) {
     if (!get_ip(tb[RTA_GATEWAY], r.family, &r.gateway)) return false;
     r.has_gateway = true;
@@ -186,42 +199,24 @@ bool parse_route(const nlmsghdr* nlh, RouteRecord* out) {
     rtvia v;
     std::memcpy(&v, mnl_attr_get_payload(via), sizeof(v));
     const uint8_t* addr = static_cast<const uint8_t*>(mnl_attr_get_payload(via)) + sizeof(rtvia);
-    size_t alen = len - sizeof(rtvia);
-    if (v.rtvia_family == AF_INET6 && alen == 16) {
-      in6_addr a6;
-      std::memcpy(&a6, addr, 16);
-      r.gateway = gid_from_ipv6(a6);
-    } else if (v.rtvia_family == AF_INET && alen == 4) {
-      in_addr a4;
-      std::memcpy(&a4, addr, 4);
-      r.gateway = gid_from_ipv4(a4);
-    } else {
-      return false;
-    }
+    if (!ip_from_bytes(addr, len - sizeof(rtvia), v.rtvia_family, &r.gateway)) return false;
     r.has_gateway = true;
   }
-  if (tb[RTA_PREFSRC] != nullptr) {
-    if (!get_ip(tb[RTA_PREFSRC], r.family, &r.prefsrc)) return false;
-    r.has_prefsrc = true;
-  }
+  if (!opt_ip(tb[RTA_PREFSRC], r.family, &r.prefsrc, &r.has_prefsrc)) return false;
   *out = r;
   return true;
 }
 
 bool parse_neigh(const nlmsghdr* nlh, NeighRecord* out) {
-  if (nlh->nlmsg_type != RTM_NEWNEIGH && nlh->nlmsg_type != RTM_DELNEIGH) return false;
   Attrs<NDA_MAX + 1> tb;
-  if (!parse_attrs(nlh, sizeof(ndmsg), &tb)) return false;
-  const auto* ndm = static_cast<const ndmsg*>(mnl_nlmsg_get_payload(nlh));
+  const auto* ndm = parse_msg<ndmsg>(nlh, RTM_NEWNEIGH, RTM_DELNEIGH, &tb);
+  if (ndm == nullptr) return false;
   NeighRecord r;
   r.family = ndm->ndm_family;
   r.ifindex = static_cast<uint32_t>(ndm->ndm_ifindex);
   r.state = ndm->ndm_state;
   r.flags = ndm->ndm_flags;
-  if (tb[NDA_DST] != nullptr) {
-    if (!get_ip(tb[NDA_DST], r.family, &r.dst)) return false;
-    r.has_dst = true;
-  }
+  if (!opt_ip(tb[NDA_DST], r.family, &r.dst, &r.has_dst)) return false;
   if (tb[NDA_LLADDR] != nullptr) r.has_lladdr = get_mac(tb[NDA_LLADDR], &r.lladdr);
   *out = r;
   return true;

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 
+#include "core/enum_names.h"
 #include "net/neigh.h"
 #include "port/backends.h"
 
@@ -43,6 +45,9 @@ constexpr Backend kBackends[] = {
 #endif
 };
 
+constexpr const char* kKindNames[] = {"loopback", "xdp", "dpdk"};
+static_assert(std::size(kKindNames) == static_cast<size_t>(Kind::kDpdk) + 1);
+
 const Backend& backend_of(Kind kind) {
   for (const Backend& b : kBackends) {
     if (b.kind == kind) return b;
@@ -52,17 +57,7 @@ const Backend& backend_of(Kind kind) {
 
 }  // namespace
 
-const char* kind_name(Kind kind) {
-  switch (kind) {
-    case Kind::kXdp:
-      return "xdp";
-    case Kind::kDpdk:
-      return "dpdk";
-    case Kind::kLoopback:
-      break;
-  }
-  return "loopback";
-}
+const char* kind_name(Kind kind) { return enum_name(kKindNames, kind, "loopback"); }
 
 std::string missing_backend(Kind kind) {
   const Backend& b = backend_of(kind);

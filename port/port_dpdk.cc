@@ -191,9 +191,7 @@ class DpdkPortAssembly final : public Port {
 }  // namespace
 
 std::unique_ptr<Port> open_dpdk(const PortConfig& config, std::string* error) {
-  auto port = std::make_unique<DpdkPortAssembly>();
-  if (!port->open(config, error)) return nullptr;
-  return port;
+  return open_assembly<DpdkPortAssembly>(config, error);
 }
 
 }  // namespace burst::port

@@ -54,9 +54,7 @@ class LoopbackPort final : public Port {
 }  // namespace
 
 std::unique_ptr<Port> open_loopback(const PortConfig& config, std::string* error) {
-  auto port = std::make_unique<LoopbackPort>();
-  if (!port->open(config, error)) return nullptr;
-  return port;
+  return open_assembly<LoopbackPort>(config, error);
 }
 
 }  // namespace burst::port

@@ -134,9 +134,7 @@ class XdpPortAssembly final : public Port {
 }  // namespace
 
 std::unique_ptr<Port> open_xdp(const PortConfig& config, std::string* error) {
-  auto port = std::make_unique<XdpPortAssembly>();
-  if (!port->open(config, error)) return nullptr;
-  return port;
+  return open_assembly<XdpPortAssembly>(config, error);
 }
 
 }  // namespace burst::port

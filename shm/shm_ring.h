@@ -56,6 +56,28 @@ inline RingFault Classify(uint32_t seen, uint32_t last_accepted) {
                                                         : RingFault::kIndexOverrun;
 }
 
+// What both sides hold of the ring: the header, and private copies of the
+// geometry (never re-read from the header). A member of each side, which
+// stays standard layout.
+struct RingView {
+  RingView() = default;
+  RingView(uint8_t* region, uint64_t ring_offset, RingGeometry geom)
+      : hdr(reinterpret_cast<burst_shm_ring*>(region + ring_offset)),
+        entries(region + ring_offset + kRingEntriesOffset),
+        mask(geom.mask()),
+        count(geom.entries()),
+        entry_size(geom.entry_size) {}
+
+  // The entry of (unmasked) ring index `index`.
+  uint8_t* slot(uint32_t index) const { return entries + size_t{index & mask} * entry_size; }
+
+  burst_shm_ring* hdr = nullptr;
+  uint8_t* entries = nullptr;
+  uint32_t mask = 0;
+  uint32_t count = 0;  // entries
+  uint32_t entry_size = 0;
+};
+
 }  // namespace internal
 
 class RingConsumer {
@@ -66,13 +88,7 @@ class RingConsumer {
   // caller's private copy; burstd passes what it recorded at creation).
   // `start` is the consumer index to resume from (0 for a new ring).
   RingConsumer(uint8_t* region, uint64_t ring_offset, RingGeometry geom, uint32_t start = 0)
-      : hdr_(reinterpret_cast<burst_shm_ring*>(region + ring_offset)),
-        entries_(region + ring_offset + kRingEntriesOffset),
-        mask_(geom.mask()),
-        entries_count_(geom.entries()),
-        entry_size_(geom.entry_size),
-        cons_(start),
-        prod_seen_(start) {}
+      : ring_(region, ring_offset, geom), cons_(start), prod_seen_(start) {}
 
   // Entries ready to read, at most `want` (0 when empty or faulted). Loads the
   // shared producer index only when the cached one cannot satisfy `want`.
@@ -80,9 +96,10 @@ class RingConsumer {
     if (fault_ != RingFault::kNone) return 0;
     uint32_t ready = prod_seen_ - cons_;
     if (ready < want) {
-      const uint32_t prod = internal::LoadAcquire(&hdr_->producer_index);  // written by producer
+      const uint32_t prod =
+          internal::LoadAcquire(&ring_.hdr->producer_index);  // written by producer
       const uint32_t ahead = prod - cons_;
-      if (ahead > entries_count_ || ahead < ready) {
+      if (ahead > ring_.count || ahead < ready) {
         fault_ = internal::Classify(prod, prod_seen_);
         return 0;
       }
@@ -96,13 +113,11 @@ class RingConsumer {
   // holds entry_size() bytes. The copy is what the caller validates and uses:
   // the producer may rewrite the shared entry at any time.
   void CopyEntry(uint32_t k, void* dst) const {
-    std::memcpy(dst, entries_ + size_t{(cons_ + k) & mask_} * entry_size_, entry_size_);
+    std::memcpy(dst, ring_.slot(cons_ + k), ring_.entry_size);
   }
   // The k-th ready entry in place, for a consumer that trusts its producer
   // (the provider reading burstd's CQ). burstd uses CopyEntry.
-  const uint8_t* EntryInPlace(uint32_t k) const {
-    return entries_ + size_t{(cons_ + k) & mask_} * entry_size_;
-  }
+  const uint8_t* EntryInPlace(uint32_t k) const { return ring_.slot(cons_ + k); }
 
   // Consumes n entries (clamped to what Peek reported ready) and publishes the
   // consumer index.
@@ -110,20 +125,16 @@ class RingConsumer {
     const uint32_t ready = prod_seen_ - cons_;
     if (n > ready) n = ready;
     cons_ += n;
-    internal::StoreRelease(&hdr_->consumer_index, cons_);  // read by producer
+    internal::StoreRelease(&ring_.hdr->consumer_index, cons_);  // read by producer
   }
 
   RingFault fault() const { return fault_; }
   uint32_t index() const { return cons_; }
-  uint32_t entry_size() const { return entry_size_; }
-  uint32_t capacity() const { return entries_count_; }
+  uint32_t entry_size() const { return ring_.entry_size; }
+  uint32_t capacity() const { return ring_.count; }
 
  private:
-  burst_shm_ring* hdr_ = nullptr;
-  uint8_t* entries_ = nullptr;
-  uint32_t mask_ = 0;
-  uint32_t entries_count_ = 0;
-  uint32_t entry_size_ = 0;
+  internal::RingView ring_;
   uint32_t cons_ = 0;       // private consumer index
   uint32_t prod_seen_ = 0;  // last producer index accepted; cons_ <= prod_seen_ <= cons_ + entries
   RingFault fault_ = RingFault::kNone;
@@ -134,54 +145,45 @@ class RingProducer {
   RingProducer() = default;
   // Same arguments as RingConsumer; `start` is the producer index to resume from.
   RingProducer(uint8_t* region, uint64_t ring_offset, RingGeometry geom, uint32_t start = 0)
-      : hdr_(reinterpret_cast<burst_shm_ring*>(region + ring_offset)),
-        entries_(region + ring_offset + kRingEntriesOffset),
-        mask_(geom.mask()),
-        entries_count_(geom.entries()),
-        entry_size_(geom.entry_size),
-        prod_(start),
-        cons_seen_(start) {}
+      : ring_(region, ring_offset, geom), prod_(start), cons_seen_(start) {}
 
   // Free entries, at most `want` (0 when full or faulted). Loads the shared
   // consumer index only when the cached one cannot satisfy `want`.
   uint32_t Reserve(uint32_t want) {
     if (fault_ != RingFault::kNone) return 0;
-    uint32_t free_entries = entries_count_ - (prod_ - cons_seen_);
+    uint32_t free_entries = ring_.count - (prod_ - cons_seen_);
     if (free_entries < want) {
-      const uint32_t cons = internal::LoadAcquire(&hdr_->consumer_index);  // written by consumer
+      const uint32_t cons =
+          internal::LoadAcquire(&ring_.hdr->consumer_index);  // written by consumer
       // The consumer may only have moved forward, and not past what was produced.
       if (cons - cons_seen_ > prod_ - cons_seen_) {
         fault_ = internal::Classify(cons, cons_seen_);
         return 0;
       }
       cons_seen_ = cons;
-      free_entries = entries_count_ - (prod_ - cons);
+      free_entries = ring_.count - (prod_ - cons);
     }
     return free_entries < want ? free_entries : want;
   }
 
   // The k-th reserved entry (k < the last Reserve result), to be filled.
-  uint8_t* Entry(uint32_t k) { return entries_ + size_t{(prod_ + k) & mask_} * entry_size_; }
+  uint8_t* Entry(uint32_t k) { return ring_.slot(prod_ + k); }
 
   // Makes n filled entries visible (clamped to the free space last seen).
   void Publish(uint32_t n) {
-    const uint32_t free_entries = entries_count_ - (prod_ - cons_seen_);
+    const uint32_t free_entries = ring_.count - (prod_ - cons_seen_);
     if (n > free_entries) n = free_entries;
     prod_ += n;
-    internal::StoreRelease(&hdr_->producer_index, prod_);  // read by consumer
+    internal::StoreRelease(&ring_.hdr->producer_index, prod_);  // read by consumer
   }
 
   RingFault fault() const { return fault_; }
   uint32_t index() const { return prod_; }
-  uint32_t entry_size() const { return entry_size_; }
-  uint32_t capacity() const { return entries_count_; }
+  uint32_t entry_size() const { return ring_.entry_size; }
+  uint32_t capacity() const { return ring_.count; }
 
  private:
-  burst_shm_ring* hdr_ = nullptr;
-  uint8_t* entries_ = nullptr;
-  uint32_t mask_ = 0;
-  uint32_t entries_count_ = 0;
-  uint32_t entry_size_ = 0;
+  internal::RingView ring_;
   uint32_t prod_ = 0;       // private producer index
   uint32_t cons_seen_ = 0;  // last consumer index accepted; prod_ - entries <= cons_seen_ <= prod_
   RingFault fault_ = RingFault::kNone;

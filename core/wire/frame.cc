@@ -3,6 +3,9 @@
 
 #include <cassert>
 #include <cstring>
+#include <iterator>
+
+#include "core/enum_names.h"
 
 namespace burst::wire {
 namespace {
@@ -15,39 +18,15 @@ uint32_t l3_offset(const PathHeaders& path) { return kEthBytes + (path.has_vlan 
 uint32_t ip_header_bytes(const PathHeaders& path) {
   return path.ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
 }
+
+constexpr const char* kRxDropNames[] = {"none",        "too_short",  "not_ip",   "bad_ip_header",
+                                        "ip_fragment", "not_udp",    "not_roce", "bad_length",
+                                        "bad_tver",    "bad_opcode", "bad_pad",  "bad_icrc"};
+static_assert(std::size(kRxDropNames) == static_cast<size_t>(RxDrop::kCount));
+
 }  // namespace
 
-const char* rx_drop_name(RxDrop d) {
-  switch (d) {
-    case RxDrop::kNone:
-      return "none";
-    case RxDrop::kTooShort:
-      return "too_short";
-    case RxDrop::kNotIp:
-      return "not_ip";
-    case RxDrop::kBadIpHeader:
-      return "bad_ip_header";
-    case RxDrop::kIpFragment:
-      return "ip_fragment";
-    case RxDrop::kNotUdp:
-      return "not_udp";
-    case RxDrop::kNotRoce:
-      return "not_roce";
-    case RxDrop::kBadLength:
-      return "bad_length";
-    case RxDrop::kBadTver:
-      return "bad_tver";
-    case RxDrop::kBadOpcode:
-      return "bad_opcode";
-    case RxDrop::kBadPad:
-      return "bad_pad";
-    case RxDrop::kBadIcrc:
-      return "bad_icrc";
-    case RxDrop::kCount:
-      break;
-  }
-  return "unknown";
-}
+const char* rx_drop_name(RxDrop d) { return enum_name(kRxDropNames, d, "unknown"); }
 
 namespace detail {
 

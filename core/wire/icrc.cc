@@ -112,6 +112,21 @@ inline __m128i bytes_at(int pos, uint8_t value) {
   return _mm_load_si128(reinterpret_cast<const __m128i*>(b));
 }
 
+inline __m128i load16(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// The CRC of the N composed 16-byte chunks (stored whole, see above), then of
+// the l3 bytes after the `hdr` header bytes the chunks stand for.
+template <size_t N>
+inline uint32_t crc_chunks_then_rest(const __m128i (&chunks)[N], const uint8_t* l3, uint32_t l3_len,
+                                     uint32_t hdr) {
+  alignas(16) uint8_t m[16 * N];
+  for (size_t i = 0; i < N; ++i) _mm_store_si128(reinterpret_cast<__m128i*>(m + 16 * i), chunks[i]);
+  const uint32_t crc = crc32_gzip_refl(~0u, m, sizeof(m));
+  return l3_len > hdr ? crc32_gzip_refl(crc, l3 + hdr, l3_len - hdr) : crc;
+}
+
 uint32_t icrc_ipv4_sse2(const uint8_t* l3, uint32_t l3_len) {
   constexpr uint32_t kHdr = 20 + 8 + 12;
   // chunk 0: 00 x4, FF x4, H[0..8): TOS is H[1] -> byte 9.
@@ -121,38 +136,26 @@ uint32_t icrc_ipv4_sse2(const uint8_t* l3, uint32_t l3_len) {
       bytes_at(9, 0xFF));
   // chunk 1: H[8..24): TTL H[8] -> 0, checksum H[10..12) -> 2, 3.
   const __m128i m1 = _mm_set_epi32(0, 0, 0, static_cast<int>(0xFFFF00FFu));
-  const __m128i c1 = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 8)), m1);
+  const __m128i c1 = _mm_or_si128(load16(l3 + 8), m1);
   // chunk 2: H[24..40): UDP checksum H[26..28) -> 2, 3; BTH byte 4 is H[32] -> 8.
   const __m128i m2 = _mm_set_epi32(0, 0xFF, 0, static_cast<int>(0xFFFF0000u));
-  const __m128i c2 = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 24)), m2);
-  alignas(16) uint8_t m[48];
-  _mm_store_si128(reinterpret_cast<__m128i*>(m), c0);
-  _mm_store_si128(reinterpret_cast<__m128i*>(m + 16), c1);
-  _mm_store_si128(reinterpret_cast<__m128i*>(m + 32), c2);
-  const uint32_t crc = crc32_gzip_refl(~0u, m, sizeof(m));
-  return l3_len > kHdr ? crc32_gzip_refl(crc, l3 + kHdr, l3_len - kHdr) : crc;
+  const __m128i c2 = _mm_or_si128(load16(l3 + 24), m2);
+  return crc_chunks_then_rest({c0, c1, c2}, l3, l3_len, kHdr);
 }
 
 uint32_t icrc_ipv6_sse2(const uint8_t* l3, uint32_t l3_len) {
   constexpr uint32_t kHdr = 40 + 8 + 12;
-  const auto* p = reinterpret_cast<const __m128i*>(l3);
   // chunk 0: FF x4, H[0..12): TC/flow label H[0] low nibble, H[1..4) -> 4..7;
   // hop limit H[7] -> 11.
   const __m128i m0 =
       _mm_set_epi32(0, static_cast<int>(0xFF000000u), static_cast<int>(0xFFFFFF0Fu), -1);
-  const __m128i c0 = _mm_or_si128(_mm_slli_si128(_mm_loadu_si128(p), 4), m0);
-  const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 12));
-  const __m128i c2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 28));
+  const __m128i c0 = _mm_or_si128(_mm_slli_si128(load16(l3), 4), m0);
+  const __m128i c1 = load16(l3 + 12);
+  const __m128i c2 = load16(l3 + 28);
   // chunk 3: H[44..60): UDP checksum H[46..48) -> 2, 3; BTH byte 4 is H[52] -> 8.
   const __m128i m3 = _mm_set_epi32(0, 0xFF, 0, static_cast<int>(0xFFFF0000u));
-  const __m128i c3 = _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 44)), m3);
-  alignas(16) uint8_t m[64];
-  _mm_store_si128(reinterpret_cast<__m128i*>(m), c0);
-  _mm_store_si128(reinterpret_cast<__m128i*>(m + 16), c1);
-  _mm_store_si128(reinterpret_cast<__m128i*>(m + 32), c2);
-  _mm_store_si128(reinterpret_cast<__m128i*>(m + 48), c3);
-  const uint32_t crc = crc32_gzip_refl(~0u, m, sizeof(m));
-  return l3_len > kHdr ? crc32_gzip_refl(crc, l3 + kHdr, l3_len - kHdr) : crc;
+  const __m128i c3 = _mm_or_si128(load16(l3 + 44), m3);
+  return crc_chunks_then_rest({c0, c1, c2, c3}, l3, l3_len, kHdr);
 }
 #endif
 

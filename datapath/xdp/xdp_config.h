@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "datapath/error.h"
@@ -39,7 +40,7 @@ struct XdpNetdev {
 
 struct XdpConfig {
   std::string netdev;
-  XdpNetdev netdev_info;  // required (ifindex 0 is an error)
+  XdpNetdev netdev_info;         // required (ifindex 0 is an error)
   std::vector<uint32_t> queues;  // queue ids this process opens (one XdpQueue each)
   uint32_t frame_size = 4096;    // UMEM chunk bytes: 2048 or 4096 (kernel limit 4096)
   uint32_t num_frames = 4096;    // UMEM chunks per queue; half receive, half transmit
@@ -59,5 +60,9 @@ using XdpError = Error;  // datapath/error.h
 const char* ToString(XdpAttachMode m);
 const char* ToString(ZeroCopyMode m);
 const char* ToString(HugepageMode m);
+// The mode whose ToString is s, in *m; false when none is.
+bool FromString(std::string_view s, XdpAttachMode* m);
+bool FromString(std::string_view s, ZeroCopyMode* m);
+bool FromString(std::string_view s, HugepageMode* m);
 
 }  // namespace burst::datapath

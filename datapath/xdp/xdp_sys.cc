@@ -20,6 +20,8 @@
 #include <mutex>
 #include <sstream>
 
+#include "core/enum_names.h"
+
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
@@ -32,40 +34,24 @@
 
 namespace burst::datapath {
 
-const char* ToString(XdpAttachMode m) {
-  switch (m) {
-    case XdpAttachMode::kAuto:
-      return "auto";
-    case XdpAttachMode::kNative:
-      return "native";
-    case XdpAttachMode::kGeneric:
-      return "generic";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kAttachModeNames[] = {"auto", "native", "generic"};
+// ZeroCopyMode and HugepageMode.
+constexpr const char* kAutoOffRequireNames[] = {"auto", "off", "require"};
+static_assert(static_cast<int>(XdpAttachMode::kGeneric) == 2 &&
+              static_cast<int>(ZeroCopyMode::kRequire) == 2 &&
+              static_cast<int>(HugepageMode::kRequire) == 2);
+}  // namespace
 
-const char* ToString(ZeroCopyMode m) {
-  switch (m) {
-    case ZeroCopyMode::kAuto:
-      return "auto";
-    case ZeroCopyMode::kOff:
-      return "off";
-    case ZeroCopyMode::kRequire:
-      return "require";
-  }
-  return "?";
+const char* ToString(XdpAttachMode m) { return enum_name(kAttachModeNames, m); }
+const char* ToString(ZeroCopyMode m) { return enum_name(kAutoOffRequireNames, m); }
+const char* ToString(HugepageMode m) { return enum_name(kAutoOffRequireNames, m); }
+bool FromString(std::string_view s, XdpAttachMode* m) { return enum_parse(kAttachModeNames, s, m); }
+bool FromString(std::string_view s, ZeroCopyMode* m) {
+  return enum_parse(kAutoOffRequireNames, s, m);
 }
-
-const char* ToString(HugepageMode m) {
-  switch (m) {
-    case HugepageMode::kAuto:
-      return "auto";
-    case HugepageMode::kOff:
-      return "off";
-    case HugepageMode::kRequire:
-      return "require";
-  }
-  return "?";
+bool FromString(std::string_view s, HugepageMode* m) {
+  return enum_parse(kAutoOffRequireNames, s, m);
 }
 
 namespace xdp_sys {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace burst::tools {
@@ -57,8 +58,9 @@ std::string sock_addr(int fd, bool peer) {
 
 std::string perftest_encode_dest(const PerftestDest& d) {
   char msg[kPerftestKeyMsgSize + 16] = {};
-  int n = std::snprintf(msg, sizeof(msg), "%04x:%04x:%06x:%06x:%08x:%016" PRIx64 ":", d.lid & 0xFFFF,
-                        d.out_reads & 0xFFFF, d.qpn & 0xFFFFFF, d.psn & 0xFFFFFF, d.rkey, d.vaddr);
+  int n =
+      std::snprintf(msg, sizeof(msg), "%04x:%04x:%06x:%06x:%08x:%016" PRIx64 ":", d.lid & 0xFFFF,
+                    d.out_reads & 0xFFFF, d.qpn & 0xFFFFFF, d.psn & 0xFFFFFF, d.rkey, d.vaddr);
   for (uint8_t b : d.gid) n += std::snprintf(msg + n, sizeof(msg) - n, "%02x:", b);
   std::snprintf(msg + n, sizeof(msg) - n, "%08x:", d.srqn);
   return std::string(msg, kPerftestKeyMsgSize);  // 107 characters and the NUL
@@ -103,12 +105,18 @@ bool perftest_decode_dest(const char* msg, size_t n, PerftestDest* d) {
 
 uint32_t perftest_mtu_enum(uint32_t bytes) {
   switch (bytes) {
-    case 256: return 1;
-    case 512: return 2;
-    case 1024: return 3;
-    case 2048: return 4;
-    case 4096: return 5;
-    default: return 0;
+    case 256:
+      return 1;
+    case 512:
+      return 2;
+    case 1024:
+      return 3;
+    case 2048:
+      return 4;
+    case 4096:
+      return 5;
+    default:
+      return 0;
   }
 }
 
@@ -220,28 +228,34 @@ PerftestDest PerftestPeer::hand_shake(const PerftestDest& mine) {
   xchg(msg.data(), rem, kPerftestKeyMsgSize, "the key message");
   PerftestDest d;
   if (!perftest_decode_dest(rem, sizeof(rem), &d))
-    fail("cannot parse the server's key message '" +
-         std::string(rem, strnlen(rem, sizeof(rem))) + "'");
+    fail("cannot parse the server's key message '" + std::string(rem, strnlen(rem, sizeof(rem))) +
+         "'");
   return d;
 }
 
 PerftestReport PerftestPeer::exchange_reports(const PerftestReport& mine) {
+  // One 8-byte field each way, big-endian on the wire: a u64, or the bits of a double.
+  auto field = [this](auto value, auto* theirs, const char* what) {
+    constexpr bool kDouble = std::is_same_v<decltype(value), double>;
+    uint64_t out = 0, in = 0;
+    if constexpr (kDouble) {
+      out = double_bits_be(value);
+    } else {
+      out = to_be64(value);
+    }
+    xchg(&out, &in, 8, what);
+    if constexpr (kDouble) {
+      *theirs = double_from_be(in);
+    } else {
+      *theirs = to_be64(in);
+    }
+  };
   PerftestReport r;
-  uint64_t out = to_be64(mine.size), in = 0;
-  xchg(&out, &in, 8, "the report (size)");
-  r.size = to_be64(in);
-  out = to_be64(mine.iters);
-  xchg(&out, &in, 8, "the report (iterations)");
-  r.iters = to_be64(in);
-  out = double_bits_be(mine.bw_peak);
-  xchg(&out, &in, 8, "the report (peak bandwidth)");
-  r.bw_peak = double_from_be(in);
-  out = double_bits_be(mine.bw_avg);
-  xchg(&out, &in, 8, "the report (average bandwidth)");
-  r.bw_avg = double_from_be(in);
-  out = double_bits_be(mine.msg_rate);
-  xchg(&out, &in, 8, "the report (message rate)");
-  r.msg_rate = double_from_be(in);
+  field(mine.size, &r.size, "the report (size)");
+  field(mine.iters, &r.iters, "the report (iterations)");
+  field(mine.bw_peak, &r.bw_peak, "the report (peak bandwidth)");
+  field(mine.bw_avg, &r.bw_avg, "the report (average bandwidth)");
+  field(mine.msg_rate, &r.msg_rate, "the report (message rate)");
   return r;
 }
 

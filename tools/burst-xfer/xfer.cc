@@ -10,32 +10,19 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+
+#include "core/enum_names.h"
 
 namespace burst::tools {
 
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::kWrite:
-      return "write";
-    case Op::kWriteImm:
-      return "write_imm";
-    case Op::kRead:
-      return "read";
-    case Op::kSend:
-      return "send";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kOpNames[] = {"write", "write_imm", "read", "send"};
+static_assert(static_cast<size_t>(Op::kSend) + 1 == std::size(kOpNames));
+}  // namespace
 
-bool parse_op(const std::string& s, Op* op) {
-  for (Op o : {Op::kWrite, Op::kWriteImm, Op::kRead, Op::kSend}) {
-    if (s == op_name(o)) {
-      *op = o;
-      return true;
-    }
-  }
-  return false;
-}
+const char* op_name(Op op) { return enum_name(kOpNames, op); }
+bool parse_op(const std::string& s, Op* op) { return enum_parse(kOpNames, s, op); }
 
 namespace {
 std::atomic<bool> g_interrupted{false};
@@ -88,16 +75,10 @@ constexpr uint64_t kReadBackTag = uint64_t{1} << 40;  // wr_id bit of a verify R
 QpRequester::QpRequester(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
                          uint8_t* local, uint32_t lkey, uint8_t* check, uint32_t check_lkey,
                          RemoteRegion remote)
-    : engine_(engine),
-      qpn_(qpn),
-      qp_index_(qp_index),
-      p_(p),
-      local_(local),
-      lkey_(lkey),
+    : QpEnd(engine, qpn, qp_index, p, local, lkey),
       check_(check),
       check_lkey_(check_lkey),
       remote_(remote),
-      slot_bytes_(std::max<uint64_t>(p.size, 1)),
       slots_(p.depth) {}
 
 uint32_t QpRequester::post(uint64_t now, uint64_t budget, Results* r) {
@@ -195,13 +176,7 @@ void QpRequester::complete(const core::Wc& wc, uint64_t now, Results* r) {
 
 QpResponder::QpResponder(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
                          uint8_t* local, uint32_t lkey)
-    : engine_(engine),
-      qpn_(qpn),
-      qp_index_(qp_index),
-      p_(p),
-      local_(local),
-      lkey_(lkey),
-      slot_bytes_(std::max<uint64_t>(p.size, 1)) {}
+    : QpEnd(engine, qpn, qp_index, p, local, lkey) {}
 
 core::Status QpResponder::start() {
   if (p_.op == Op::kRead) {

@@ -32,7 +32,7 @@ struct Options {
   uint32_t mtu = 4096;
   bool verify = false;
   std::string lat_out;  // requester: latency samples (ns), one per line
-  double loss = 0;  // --loss: loopback drop probability (BURST_TEST_HOOKS builds only)
+  double loss = 0;      // --loss: loopback drop probability (BURST_TEST_HOOKS builds only)
   // Network backends.
   std::string netdev;
   uint32_t workers = 1;
@@ -82,6 +82,32 @@ struct Results {
   std::string error;  // first error, empty when none
 };
 
+// What both ends of one QP's traffic hold: the engine that owns the QP (called
+// on its worker's thread only), the QP and its index, the parameters, the local
+// slots (registered with lkey) and their spacing.
+class QpEnd {
+ public:
+  uint32_t qpn() const { return qpn_; }
+
+ protected:
+  QpEnd(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p, uint8_t* local,
+        uint32_t lkey)
+      : engine_(engine),
+        qpn_(qpn),
+        qp_index_(qp_index),
+        p_(p),
+        local_(local),
+        lkey_(lkey),
+        slot_bytes_(p.size > 0 ? p.size : 1) {}
+
+  core::Engine& engine_;
+  uint32_t qpn_, qp_index_;
+  Params p_;
+  uint8_t* local_;
+  uint32_t lkey_;
+  uint64_t slot_bytes_;
+};
+
 // Keeps `depth` messages in flight on one RC QP.
 //   write / write_imm: WRITE from the local slot to the remote slot; with
 //     verify, followed on the same QP by a READ of that remote slot into the
@@ -90,7 +116,7 @@ struct Results {
 //   read: READ of the remote slot (filled by the responder with pattern
 //     (qp, slot)) into the local slot; verify compares.
 //   send: SEND of the local slot; the responder verifies.
-class QpRequester {
+class QpRequester : public QpEnd {
  public:
   QpRequester(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
               uint8_t* local, uint32_t lkey, uint8_t* check, uint32_t check_lkey,
@@ -101,7 +127,6 @@ class QpRequester {
   // A completion of this QP (wr_id low 32 bits = slot).
   void complete(const core::Wc& wc, uint64_t now, Results* r);
   bool idle() const { return inflight_ == 0; }
-  uint32_t qpn() const { return qpn_; }
 
  private:
   struct Slot {
@@ -109,15 +134,9 @@ class QpRequester {
     uint64_t posted_ns = 0;
     bool busy = false;
   };
-  core::Engine& engine_;
-  uint32_t qpn_, qp_index_;
-  Params p_;
-  uint8_t* local_;
-  uint32_t lkey_;
   uint8_t* check_;
   uint32_t check_lkey_;
   RemoteRegion remote_;
-  uint64_t slot_bytes_;
   std::vector<Slot> slots_;
   std::deque<uint32_t> order_;  // busy slots in posting order: RC completes in order
   uint64_t next_seq_ = 0;
@@ -128,7 +147,7 @@ class QpRequester {
 // The passive side of one QP: for send and write_imm keeps 2 x `depth`
 // receives posted (`local` holds 2 x depth slots) (SEND payloads verified, immediate data checked
 // to count up in order); for read fills the slots with their patterns once.
-class QpResponder {
+class QpResponder : public QpEnd {
  public:
   QpResponder(core::Engine& engine, uint32_t qpn, uint32_t qp_index, const Params& p,
               uint8_t* local, uint32_t lkey);
@@ -138,12 +157,6 @@ class QpResponder {
 
  private:
   core::Status post_recv(uint32_t slot);
-  core::Engine& engine_;
-  uint32_t qpn_, qp_index_;
-  Params p_;
-  uint8_t* local_;
-  uint32_t lkey_;
-  uint64_t slot_bytes_;
   uint64_t received_ = 0;
   std::vector<uint8_t> tmp_;
 };

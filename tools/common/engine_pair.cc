@@ -57,18 +57,22 @@ void EnginePair::reg(int side, uint8_t* mem, size_t len, uint32_t access, uint32
         "reg_mr");
 }
 
+core::QpInitAttr EnginePair::init_attr(int side, core::QpType type, uint32_t srq) {
+  core::QpInitAttr ia{};
+  ia.type = type;
+  ia.pd = host(side).pd;
+  ia.send_cq = host(side).cq;
+  ia.recv_cq = host(side).cq;
+  ia.cap = opt_.cap;
+  ia.sq_sig_all = false;
+  ia.srq = srq;
+  return ia;
+}
+
 size_t EnginePair::connect_rc(uint32_t access, std::array<uint32_t, 2> srq) {
   QpPair p{};
   for (int i = 0; i < 2; ++i) {
-    core::QpInitAttr ia{};
-    ia.type = core::QpType::kRc;
-    ia.pd = host(i).pd;
-    ia.send_cq = host(i).cq;
-    ia.recv_cq = host(i).cq;
-    ia.cap = opt_.cap;
-    ia.sq_sig_all = false;
-    ia.srq = srq[i];
-    check(engine(i).create_qp(ia, &p.qpn[i]), "create_qp");
+    check(engine(i).create_qp(init_attr(i, core::QpType::kRc, srq[i]), &p.qpn[i]), "create_qp");
   }
   for (int i = 0; i < 2; ++i) {
     core::QpAttr a{};
@@ -113,14 +117,7 @@ size_t EnginePair::connect_rc(uint32_t access, std::array<uint32_t, 2> srq) {
 size_t EnginePair::create_ud(uint32_t qkey, std::array<uint32_t, 2> srq) {
   QpPair p{};
   for (int i = 0; i < 2; ++i) {
-    core::QpInitAttr ia{};
-    ia.type = core::QpType::kUd;
-    ia.pd = host(i).pd;
-    ia.send_cq = host(i).cq;
-    ia.recv_cq = host(i).cq;
-    ia.cap = opt_.cap;
-    ia.srq = srq[i];
-    check(engine(i).create_qp(ia, &p.qpn[i]), "create_qp(UD)");
+    check(engine(i).create_qp(init_attr(i, core::QpType::kUd, srq[i]), &p.qpn[i]), "create_qp(UD)");
     core::QpAttr a{};
     a.qp_state = core::QpState::kInit;
     a.qkey = qkey;

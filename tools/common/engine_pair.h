@@ -86,6 +86,8 @@ class EnginePair {
   struct QpPair {
     uint32_t qpn[2];
   };
+  // A QP of `type` on host `side`: its PD and CQ, opt_.cap, the SRQ `srq` (0: none).
+  core::QpInitAttr init_attr(int side, core::QpType type, uint32_t srq);
   PairOptions opt_;
   std::unique_ptr<datapath::LoopbackWire> wire_;
   std::unique_ptr<Host> hosts_[2];

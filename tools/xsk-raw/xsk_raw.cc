@@ -278,19 +278,6 @@ void Usage() {
                "       xsk-raw --mode probe\n");
 }
 
-template <class E>
-bool ParseEnum(const char* s, E* out) {
-  if (!std::strcmp(s, "auto"))
-    *out = E::kAuto;
-  else if (!std::strcmp(s, "off"))
-    *out = static_cast<E>(1);
-  else if (!std::strcmp(s, "require"))
-    *out = static_cast<E>(2);
-  else
-    return false;
-  return true;
-}
-
 int ParseArgs(int argc, char** argv, Options* o) {
   enum {
     kNetdev = 256,
@@ -370,20 +357,13 @@ int ParseArgs(int argc, char** argv, Options* o) {
         ok = inet_pton(AF_INET, optarg, &o->src_ip) == 1;
         break;
       case kXdpMode:
-        if (!std::strcmp(optarg, "auto"))
-          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kAuto;
-        else if (!std::strcmp(optarg, "native"))
-          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kNative;
-        else if (!std::strcmp(optarg, "generic"))
-          o->cfg.xdp_mode = burst::datapath::XdpAttachMode::kGeneric;
-        else
-          ok = false;
+        ok = burst::datapath::FromString(optarg, &o->cfg.xdp_mode);
         break;
       case kZeroCopy:
-        ok = ParseEnum(optarg, &o->cfg.zero_copy);
+        ok = burst::datapath::FromString(optarg, &o->cfg.zero_copy);
         break;
       case kHuge:
-        ok = ParseEnum(optarg, &o->cfg.hugepages);
+        ok = burst::datapath::FromString(optarg, &o->cfg.hugepages);
         break;
       case kFrames:
         o->cfg.num_frames = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 0));
