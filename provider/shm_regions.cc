@@ -48,6 +48,12 @@ bool send_entries_fit(const RingPart& p) {
          p.geom.entry_size >= BURST_SHM_SEND_WQE_PAYLOAD + p.hdr->max_inline;
 }
 
+// A region that did not pass its checks: unmapped, e returned.
+int unmap_and_fail(Mapping* m, int e) {
+  unmap_region(m);
+  return e;
+}
+
 shm::RingProducer producer_of(const Mapping& m, const RingPart& p) {
   return shm::RingProducer(m.base, p.offset, p.geom);
 }
@@ -75,9 +81,8 @@ int map_doorbell(Context* ctx, uint32_t worker, Doorbell* d) {
   const uint64_t off = r->part_offset[0];
   uint32_t log2_slots = 0;
   if (off == 0 || !shm::CheckDoorbell(d->map.base, d->map.size, off, &log2_slots)) {
-    unmap_region(&d->map);
     close(fds[1]);
-    return EPROTO;
+    return unmap_and_fail(&d->map, EPROTO);
   }
   auto* h = reinterpret_cast<burst_shm_doorbell*>(d->map.base + off);
   d->producer = shm::DoorbellProducer(h, log2_slots);
@@ -138,8 +143,7 @@ int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size) {
   if (int e = map_region(fd, size, BURST_SHM_REGION_CQ, &cq->map); e != 0) return e;
   RingPart p;
   if (!ring_part(cq->map, 0, BURST_SHM_RING_CQ, &p) || p.geom.entry_size != sizeof(burst_shm_cqe)) {
-    unmap_region(&cq->map);
-    return EPROTO;
+    return unmap_and_fail(&cq->map, EPROTO);
   }
   cq->hdr = p.hdr;
   cq->ring = shm::RingConsumer(cq->map.base, p.offset, p.geom);
@@ -165,12 +169,9 @@ int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker
   const bool sq_ok = ring_part(qp->map, 0, BURST_SHM_RING_SQ, &sq) && send_entries_fit(sq);
   const bool rq_ok =
       !has_rq || (ring_part(qp->map, 1, BURST_SHM_RING_RQ, &rq) && recv_entries_fit(rq));
-  const Doorbell* db = sq_ok && rq_ok ? doorbell_for(ctx, worker) : nullptr;
-  if (db == nullptr) {
-    const int e = sq_ok && rq_ok ? errno : EPROTO;
-    unmap_region(&qp->map);
-    return e;
-  }
+  if (!sq_ok || !rq_ok) return unmap_and_fail(&qp->map, EPROTO);
+  const Doorbell* db = doorbell_for(ctx, worker);
+  if (db == nullptr) return unmap_and_fail(&qp->map, errno);
   qp->sq_hdr = sq.hdr;
   qp->rq_hdr = rq.hdr;  // nullptr without an RQ
   qp->sq = producer_of(qp->map, sq);
@@ -198,12 +199,9 @@ int attach_srq_ring(Context* ctx, Srq* srq, int fd, uint64_t size, uint32_t work
   if (int e = map_region(fd, size, BURST_SHM_REGION_SRQ, &srq->map); e != 0) return e;
   RingPart p;
   const bool ok = ring_part(srq->map, 0, BURST_SHM_RING_SRQ, &p) && recv_entries_fit(p);
-  const Doorbell* db = ok ? doorbell_for(ctx, worker) : nullptr;
-  if (db == nullptr) {
-    const int e = ok ? errno : EPROTO;
-    unmap_region(&srq->map);
-    return e;
-  }
+  if (!ok) return unmap_and_fail(&srq->map, EPROTO);
+  const Doorbell* db = doorbell_for(ctx, worker);
+  if (db == nullptr) return unmap_and_fail(&srq->map, errno);
   srq->hdr = p.hdr;
   srq->ring = producer_of(srq->map, p);
   srq->max_sge = p.hdr->max_sge;
