@@ -4,10 +4,11 @@
 // reach a provider: libibverbs reads them from sysfs.
 //
 // Opening a context connects to burstd (ctl_conn.h): without a running burstd
-// ibv_open_device fails. PDs, CQs, QPs, MRs and AHs are created through it
-// (pd_cq.cc, qp.cc, datapath.cc); posting and polling run on shared-memory
-// rings (datapath.cc). SRQs, memory windows, XRC, flows, DM and the rest
-// return EOPNOTSUPP.
+// ibv_open_device fails. PDs, CQs, QPs, SRQs, MRs and AHs are created through
+// it (pd_cq.cc, qp_control.cc, srq_control.cc, mr_ah_control.cc); posting and
+// polling run on shared-memory rings (post_wr.cc, poll_cq.cc; regions mapped in
+// shm_regions.cc, completion events and the watcher of burstd in cq_events.cc).
+// Memory windows, XRC, flows, DM and the rest return EOPNOTSUPP.
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -147,12 +148,13 @@ void async_event(ibv_context*, ibv_async_event*) {}
 // ibv_get_cq_event calls this after reading an event: nothing to account for.
 void cq_event(ibv_cq*) {}
 
-void free_context(ibv_context* ibctx) {
-  Context* ctx = to_context(ibctx);
+// Tears a context down, opened or half-opened (alloc_context's failures):
+// the watcher stopped, the connection closed (burstd releases whatever the
+// application did not destroy), the doorbells unmapped, everything freed.
+void release_context(Context* ctx) {
   stop_watcher(ctx);
-  // burstd releases whatever the application did not destroy.
   ctl_close(&ctx->ctl);
-  for (uint32_t w = 0; w < ctx->workers; ++w) {
+  for (uint32_t w = 0; ctx->doorbells != nullptr && w < ctx->workers; ++w) {
     unmap_region(&ctx->doorbells[w].map);
     if (ctx->doorbells[w].ready) close(ctx->doorbells[w].wake_fd);
   }
@@ -163,6 +165,8 @@ void free_context(ibv_context* ibctx) {
   verbs_uninit_context(&ctx->vctx);  // closes cmd_fd and async_fd (the pipe's read end)
   free(ctx);
 }
+
+void free_context(ibv_context* ibctx) { release_context(to_context(ibctx)); }
 
 int query_qp_data_in_order_unsupported(ibv_qp*, ibv_wr_opcode, uint32_t) {
   return 0;  // no in-order guarantee claimed
@@ -251,6 +255,53 @@ const verbs_context_ops kContextOps = {
     .unimport_pd = BURST_UNSUPPORTED(unimport_pd),
 };
 
+// The device limits burstd reported in HELLO.
+Limits limits_from_hello(const burst_ctl_hello_resp& h) {
+  return Limits{h.max_qp,      h.max_qp_wr,       h.max_sge,         h.max_cq,
+                h.max_cqe,     h.max_pd,          h.max_inline_data, h.max_qp_rd_atom,
+                h.max_mr,      h.max_ah,          h.max_srq,         h.max_srq_wr,
+                h.max_srq_sge, h.max_res_rd_atom, h.max_msg_sz,      h.max_mr_size};
+}
+
+// burstd could not be reached (err says why): said on stderr once per process,
+// so an application retrying ibv_open_device does not flood it.
+void report_open_failure(const char* device_name, const char* err) {
+  static bool reported = false;
+  if (!__atomic_exchange_n(&reported, true, __ATOMIC_RELAXED)) {
+    fprintf(stderr, "burst: %s: %s\n", device_name, err);
+  }
+  debug_log("burst: %s", err);
+}
+
+void warn_netdev_mismatch(ibv_device* device, const burst_ctl_hello_resp& hello, const char* path) {
+  const char* ours = to_device(device)->netdev;
+  if (hello.netdev[0] != '\0' && ours[0] != '\0' &&
+      strncmp(hello.netdev, ours, sizeof(hello.netdev)) != 0) {
+    fprintf(stderr, "burst: warning: %s describes netdev %s but burstd at %s serves %.*s\n",
+            device->name, ours, path, static_cast<int>(sizeof(hello.netdev)), hello.netdev);
+  }
+}
+
+// The async-event channel is ours: with no kernel behind cmd_fd, libibverbs
+// would otherwise ask the kernel for one (and fail). A pipe: the read end is
+// the context's async_fd, burstd gets the write end (SET_ASYNC_FD); then the
+// watcher starts. 0 or an errno value.
+int open_async_channel(Context* ctx) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+  // The writers (burstd's workers, the watcher) must never block on a slow reader.
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  ctx->vctx.context.async_fd = fds[0];
+  ctx->async_write_fd = fds[1];
+  burst_ctl_set_async_fd_req areq{};
+  burst_ctl_empty_resp aresp{};
+  int e = ctx->doorbells == nullptr
+              ? ENOMEM
+              : ctl_request_fd(ctx, BURST_CTL_OP_SET_ASYNC_FD, &areq, &aresp, fds[1], nullptr);
+  if (e == 0) e = start_watcher(ctx);
+  return e;
+}
+
 }  // namespace
 
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_data*/) {
@@ -271,67 +322,19 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   const char* path = ctl_socket_path();
   if (int e = ctl_open(&ctx->ctl, path, program_invocation_short_name, &hello, err, sizeof(err));
       e != 0) {
-    // Once per process: an application retrying ibv_open_device does not flood stderr.
-    static bool reported = false;
-    if (!__atomic_exchange_n(&reported, true, __ATOMIC_RELAXED)) {
-      fprintf(stderr, "burst: %s: %s\n", device->name, err);
-    }
-    debug_log("burst: %s", err);
-    verbs_uninit_context(&ctx->vctx);
-    free(ctx);
-    errno = e;
-    return nullptr;
+    report_open_failure(device->name, err);
+    release_context(ctx);
+    return verb_error(e);
   }
   ctx->client_id = hello.client_id;
   ctx->workers = hello.workers;
-  ctx->limits = Limits{hello.max_qp,          hello.max_qp_wr,   hello.max_sge,
-                       hello.max_cq,          hello.max_cqe,     hello.max_pd,
-                       hello.max_inline_data, hello.max_qp_rd_atom, hello.max_mr,
-                       hello.max_ah,          hello.max_srq,     hello.max_srq_wr,
-                       hello.max_srq_sge,     hello.max_res_rd_atom, hello.max_msg_sz,
-                       hello.max_mr_size};
-  ctx->doorbells = static_cast<Doorbell*>(calloc(hello.workers == 0 ? 1 : hello.workers,
-                                                 sizeof(Doorbell)));
-  if (hello.netdev[0] != '\0' && to_device(device)->netdev[0] != '\0' &&
-      strncmp(hello.netdev, to_device(device)->netdev, sizeof(hello.netdev)) != 0) {
-    fprintf(stderr, "burst: warning: %s describes netdev %s but burstd at %s serves %.*s\n",
-            device->name, to_device(device)->netdev, path, static_cast<int>(sizeof(hello.netdev)),
-            hello.netdev);
-  }
-
-  // The async-event channel is ours: with no kernel behind cmd_fd, libibverbs
-  // would otherwise ask the kernel for one (and fail).
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    int saved = errno;
-    ctl_close(&ctx->ctl);
-    free(ctx->doorbells);
-    pthread_mutex_destroy(&ctx->mu);
-    verbs_uninit_context(&ctx->vctx);
-    free(ctx);
-    errno = saved;
-    return nullptr;
-  }
-  // The writers (burstd's workers, the watcher) must never block on a slow reader.
-  fcntl(fds[1], F_SETFL, O_NONBLOCK);
-  ctx->vctx.context.async_fd = fds[0];
-  ctx->async_write_fd = fds[1];
-  burst_ctl_set_async_fd_req areq{};
-  burst_ctl_empty_resp aresp{};
-  int e = ctx->doorbells == nullptr ? ENOMEM
-                                    : ctl_call_fd(&ctx->ctl, BURST_CTL_OP_SET_ASYNC_FD, &areq,
-                                                  sizeof(areq), &aresp, sizeof(aresp), fds[1],
-                                                  nullptr);
-  if (e == 0) e = start_watcher(ctx);
-  if (e != 0) {
-    ctl_close(&ctx->ctl);
-    close(fds[1]);
-    free(ctx->doorbells);
-    pthread_mutex_destroy(&ctx->mu);
-    verbs_uninit_context(&ctx->vctx);
-    free(ctx);
-    errno = e;
-    return nullptr;
+  ctx->limits = limits_from_hello(hello);
+  ctx->doorbells =
+      static_cast<Doorbell*>(calloc(hello.workers == 0 ? 1 : hello.workers, sizeof(Doorbell)));
+  warn_netdev_mismatch(device, hello, path);
+  if (int e = open_async_channel(ctx); e != 0) {
+    release_context(ctx);
+    return verb_error(e);
   }
   ctx->vctx.context.num_comp_vectors = 1;
 

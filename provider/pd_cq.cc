@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Protection domains and completion queues, created in burstd over the
 // context's control connection. A CQ comes with its ring (a memfd burstd
-// sends with the answer, mapped here; polled in datapath.cc) and, with a
-// completion channel, hands burstd the channel's socket (from the preload
-// shim) so that burstd can write completion events into it.
+// sends with the answer, mapped in shm_regions.cc; polled in poll_cq.cc) and,
+// with a completion channel, hands burstd the channel's socket (from the
+// preload shim, cq_events.cc) so that burstd can write completion events into it.
+//
+// Threading: control path, any application thread (the control connection
+// serialises the calls to burstd).
 #include <pthread.h>
 #include <unistd.h>
 
@@ -15,14 +18,12 @@
 namespace burst::provider {
 namespace {
 
-
 // CREATE_CQ in burstd; nullptr with errno on failure.
 Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
   Context* ctx = to_context(ibctx);
   if (cqe < 1 || static_cast<uint32_t>(cqe) > ctx->limits.max_cqe || comp_vector < 0 ||
       comp_vector >= ibctx->num_comp_vectors) {
-    errno = EINVAL;
-    return nullptr;
+    return verb_error(EINVAL);
   }
   int peer = -1;
   if (channel != nullptr) {
@@ -30,18 +31,15 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
     peer = cq_channel_peer(channel);
     if (peer < 0) {
       // (errno from the dup, or no shim)
-      debug_log("burst: completion channel fd %d is not one of burst's (run the application "
-                "under `burstctl run`, which preloads the shim that creates them)",
-                channel->fd);
-      errno = EOPNOTSUPP;
-      return nullptr;
+      debug_log(
+          "burst: completion channel fd %d is not one of burst's (run the application "
+          "under `burstctl run`, which preloads the shim that creates them)",
+          channel->fd);
+      return verb_error(EOPNOTSUPP);
     }
   }
-  auto* cq = static_cast<Cq*>(calloc(1, sizeof(Cq)));
-  if (cq == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* cq = alloc_object<Cq>();
+  if (cq == nullptr) return nullptr;
   cq->channel_peer = peer;
   burst_ctl_create_cq_req req{};
   req.cqe = static_cast<uint32_t>(cqe);
@@ -49,23 +47,15 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
   req.user_handle = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
   burst_ctl_create_cq_resp resp{};
   int fd = -1;
-  int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_CQ, &req, sizeof(req), &resp, sizeof(resp),
-                      peer, &fd);
+  int e = ctl_request_fd(ctx, BURST_CTL_OP_CREATE_CQ, &req, &resp, peer, &fd);
   if (e == 0) {
     e = attach_cq_ring(ctx, cq, fd, resp.region_size);
-    if (e != 0) {
-      burst_ctl_handle_req dreq{};
-      dreq.handle = resp.cq_handle;
-      burst_ctl_empty_resp dresp{};
-      (void)ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_CQ, &dreq, sizeof(dreq), &dresp,
-                     sizeof(dresp));
-    }
+    if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DESTROY_CQ, resp.cq_handle);
   }
   if (e != 0) {
     if (peer >= 0) close(peer);
     free(cq);
-    errno = e;
-    return nullptr;
+    return verb_error(e);
   }
   cq->handle = resp.cq_handle;
   ibv_cq& c = cq->vcq.cq;
@@ -78,19 +68,13 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
 }  // namespace
 
 ibv_pd* alloc_pd(ibv_context* ibctx) {
-  Context* ctx = to_context(ibctx);
-  auto* pd = static_cast<Pd*>(calloc(1, sizeof(Pd)));
-  if (pd == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  auto* pd = alloc_object<Pd>();
+  if (pd == nullptr) return nullptr;
   burst_ctl_alloc_pd_req req{};
   burst_ctl_alloc_pd_resp resp{};
-  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_ALLOC_PD, &req, sizeof(req), &resp, sizeof(resp));
-      e != 0) {
+  if (int e = ctl_request(to_context(ibctx), BURST_CTL_OP_ALLOC_PD, &req, &resp); e != 0) {
     free(pd);
-    errno = e;
-    return nullptr;
+    return verb_error(e);
   }
   pd->handle = resp.pd_handle;
   pd->pd.context = ibctx;
@@ -100,12 +84,7 @@ ibv_pd* alloc_pd(ibv_context* ibctx) {
 
 int dealloc_pd(ibv_pd* ibpd) {
   Pd* pd = to_pd(ibpd);
-  Context* ctx = to_context(ibpd->context);
-  burst_ctl_handle_req req{};
-  req.handle = pd->handle;
-  burst_ctl_empty_resp resp{};
-  const int e = destroy_result(
-      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DEALLOC_PD, &req, sizeof(req), &resp, sizeof(resp)));
+  const int e = ctl_destroy(to_context(ibpd->context), BURST_CTL_OP_DEALLOC_PD, pd->handle);
   if (e == 0) free(pd);
   return e;  // EBUSY while QPs use it
 }
@@ -121,25 +100,15 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
   // Basics only: standard work-completion fields, no flags, no parent domain.
   constexpr uint64_t kWcFlags = IBV_WC_STANDARD_FLAGS;
   if (attr->comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS)) {
-    errno = EOPNOTSUPP;
-    return nullptr;
+    return verb_error(EOPNOTSUPP);
   }
   if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags != 0) {
-    errno = EOPNOTSUPP;
-    return nullptr;
+    return verb_error(EOPNOTSUPP);
   }
-  if (attr->wc_flags & ~kWcFlags) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
-  if (attr->cqe > to_context(ibctx)->limits.max_cqe) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (attr->channel != nullptr) {  // the event counters and channel are ibv_create_cq's business
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
+  if (attr->wc_flags & ~kWcFlags) return verb_error(EOPNOTSUPP);
+  if (attr->cqe > to_context(ibctx)->limits.max_cqe) return verb_error(EINVAL);
+  // The event counters and channel are ibv_create_cq's business.
+  if (attr->channel != nullptr) return verb_error(EOPNOTSUPP);
   Cq* cq = make_cq(ibctx, static_cast<int>(attr->cqe), attr->channel,
                    static_cast<int>(attr->comp_vector));
   if (cq == nullptr) return nullptr;
@@ -160,11 +129,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
 int destroy_cq(ibv_cq* ibcq) {
   Cq* cq = to_cq(ibcq);
   Context* ctx = to_context(ibcq->context);
-  burst_ctl_handle_req req{};
-  req.handle = cq->handle;
-  burst_ctl_empty_resp resp{};
-  const int e = destroy_result(
-      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_CQ, &req, sizeof(req), &resp, sizeof(resp)));
+  const int e = ctl_destroy(ctx, BURST_CTL_OP_DESTROY_CQ, cq->handle);
   if (e == 0) {
     detach_cq_ring(ctx, cq);
     free(cq);

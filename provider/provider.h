@@ -7,8 +7,10 @@
 
 #include <net/if.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "provider/burst_verbs_abi.h"
 #include "provider/ctl_conn.h"
@@ -61,13 +63,13 @@ struct Context {
   // 16-byte burst_async_event_desc records from it and closes it); this is the
   // write end, kept for the events burstd will report (QP fatal, device fatal).
   int async_write_fd;
-  CtlConn ctl;         // to burstd; everything below was created through it
-  uint32_t client_id;  // burstd's name for this connection (burstctl qps "client")
-  uint32_t workers;    // burstd's workers (doorbell queues)
-  Limits limits;       // from HELLO
-  pthread_mutex_t mu;  // doorbells[] setup and the channel-CQ list
-  Doorbell* doorbells; // [workers]
-  Cq* channel_cqs;     // CQs with a completion channel (woken when burstd dies)
+  CtlConn ctl;          // to burstd; everything below was created through it
+  uint32_t client_id;   // burstd's name for this connection (burstctl qps "client")
+  uint32_t workers;     // burstd's workers (doorbell queues)
+  Limits limits;        // from HELLO
+  pthread_mutex_t mu;   // doorbells[] setup and the channel-CQ list
+  Doorbell* doorbells;  // [workers]
+  Cq* channel_cqs;      // CQs with a completion channel (woken when burstd dies)
   // The watcher thread: waits for burstd to close the connection, then reports
   // IBV_EVENT_DEVICE_FATAL, wakes every completion channel and fails the data path.
   pthread_t watcher;
@@ -107,7 +109,7 @@ struct Qp {
   Mapping map;
   shm::RingProducer sq, rq;  // under sq_lock / rq_lock
   burst_shm_ring* sq_hdr;
-  burst_shm_ring* rq_hdr;    // nullptr with an SRQ
+  burst_shm_ring* rq_hdr;  // nullptr with an SRQ
   pthread_spinlock_t sq_lock, rq_lock;
   uint32_t max_send_sge, max_recv_sge, max_inline;
   const Doorbell* db;
@@ -159,34 +161,44 @@ inline Qp* to_qp(ibv_qp* qp) { return reinterpret_cast<Qp*>(qp); }
 // context.cc
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* private_data);
 
-// datapath.cc: regions and doorbells.
+// shm_regions.cc: the regions burstd hands over, mapped into the application.
 int map_region(int fd, uint64_t size, burst_shm_region_kind kind, Mapping* out);  // closes fd
 void unmap_region(Mapping* m);
-const Doorbell* doorbell_for(Context* ctx, uint32_t worker);  // nullptr + errno
-int start_watcher(Context* ctx);
+const Doorbell* doorbell_for(Context* ctx, uint32_t worker);      // nullptr + errno
 int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size);  // takes fd
 void detach_cq_ring(Context* ctx, Cq* cq);
-int cq_channel_peer(ibv_comp_channel* channel);  // -1 without the preload shim
 int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker);  // takes fd
 void detach_qp_rings(Qp* qp);
+int attach_srq_ring(Context* ctx, Srq* srq, int fd, uint64_t size, uint32_t worker);  // takes fd
+void detach_srq_ring(Srq* srq);
+
+// cq_events.cc: completion channels, arming, and the watcher of burstd's death.
+int start_watcher(Context* ctx);
 void stop_watcher(Context* ctx);
-int poll_cq(ibv_cq* cq, int ne, ibv_wc* wc);
+int cq_channel_peer(ibv_comp_channel* channel);  // -1 without the preload shim
+void add_channel_cq(Context* ctx, Cq* cq);       // a CQ with a channel_peer: woken on death
+void remove_channel_cq(Context* ctx, Cq* cq);
 int req_notify_cq(ibv_cq* cq, int solicited_only);
+
+// poll_cq.cc: reading completions from the CQ ring.
+int poll_cq(ibv_cq* cq, int ne, ibv_wc* wc);
 void init_cq_ex_ops(Cq* cq);
+
+// mr_ah_control.cc: memory regions and address handles through burstd.
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
+int dereg_mr(verbs_mr* mr);
+ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+int destroy_ah(ibv_ah* ah);
 // mr_file.cc: a new descriptor (owned by the caller) of the file mapped
 // MAP_SHARED at [addr, addr + len), opened with this process's rights and
 // enough access for a `writable` MR; -1 when there is none (cross-memory).
 int shared_file_for(const void* addr, size_t len, bool writable);
-int dereg_mr(verbs_mr* mr);
-ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
-int destroy_ah(ibv_ah* ah);
-int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out);  // qp.cc
+
+// srq_control.cc: shared receive queues through burstd.
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);
 int destroy_srq(ibv_srq* srq);
 int modify_srq(ibv_srq* srq, ibv_srq_attr* attr, int mask);
 int query_srq(ibv_srq* srq, ibv_srq_attr* attr);
-int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 inline Srq* to_srq(ibv_srq* srq) { return reinterpret_cast<Srq*>(srq); }
 
 // pd_cq.cc: PDs and CQs through burstd.
@@ -196,16 +208,18 @@ ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 int destroy_cq(ibv_cq* cq);
 
-// qp.cc: QPs through burstd (RC and UD).
+// qp_control.cc: QPs through burstd (RC and UD), and the address conversion.
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);
 ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr);
 int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
 int destroy_qp(ibv_qp* qp);
+int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out);
 
-// datapath.cc: the data path on the shared-memory rings.
+// post_wr.cc: posting work requests on the shared-memory rings.
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
+int post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 
 // qp_ex.cc: the ibv_qp_ex "wr_*" builder (ibv_wr_start ... ibv_wr_complete), on
 // top of post_send. init_qp_ex sets qp->ex and the ibv_qp_ex callbacks for the
@@ -214,11 +228,60 @@ int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad_wr);
 int init_qp_ex(Qp* qp, uint64_t send_ops_flags);
 void fini_qp_ex(Qp* qp);
 
+// burstd went away (written once by the watcher thread, read by every verb).
+inline bool context_dead(const Context* ctx) {
+  return __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE);
+}
+
+// burstd stopped serving this ring (written by burstd, read by post and poll).
+inline bool ring_failed(const burst_shm_ring* r) {
+  return __atomic_load_n(&r->status, __ATOMIC_ACQUIRE) != BURST_SHM_RING_OK;
+}
+
 // A destroy verb's result: after the connection to burstd is lost, burstd has
 // already released the object (it frees everything of a closed connection), so
 // the provider frees its half and reports success.
 inline int destroy_result(const Context* ctx, int err) {
   return err != 0 && ctl_conn_lost(&ctx->ctl) ? 0 : err;
+}
+
+// One control request to burstd on the context's connection: req and resp are
+// the protocol's structs (abi/burst_ctl_proto.h). 0 or an errno value (ctl_call).
+template <typename Req, typename Resp>
+int ctl_request(Context* ctx, uint16_t op, Req* req, Resp* resp) {
+  return ctl_call(&ctx->ctl, op, req, sizeof(*req), resp, sizeof(*resp));
+}
+
+// The same with descriptors (ctl_call_fd): send_fd (-1: none) goes with the
+// request, a descriptor that comes back lands in *recv_fd (nullptr: none wanted).
+template <typename Req, typename Resp>
+int ctl_request_fd(Context* ctx, uint16_t op, Req* req, Resp* resp, int send_fd, int* recv_fd) {
+  return ctl_call_fd(&ctx->ctl, op, req, sizeof(*req), resp, sizeof(*resp), send_fd, recv_fd);
+}
+
+// Destroys the object `handle` in burstd (op: DESTROY_*, DEALLOC_PD, DEREG_MR),
+// with destroy_result's convention. Also how a create verb that failed after
+// burstd answered takes the object back (the result is then ignored).
+inline int ctl_destroy(Context* ctx, uint16_t op, uint32_t handle) {
+  burst_ctl_handle_req req{};
+  req.handle = handle;
+  burst_ctl_empty_resp resp{};
+  return destroy_result(ctx, ctl_request(ctx, op, &req, &resp));
+}
+
+// The zeroed provider half of an object a create verb makes; nullptr with
+// errno ENOMEM.
+template <typename T>
+T* alloc_object() {
+  auto* p = static_cast<T*>(calloc(1, sizeof(T)));
+  if (p == nullptr) errno = ENOMEM;
+  return p;
+}
+
+// How a pointer verb fails: errno = e, NULL.
+inline std::nullptr_t verb_error(int e) {
+  errno = e;
+  return nullptr;
 }
 
 // Writes a line to stderr when BURST_PROVIDER_DEBUG is set in the environment.

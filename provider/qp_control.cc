@@ -3,7 +3,11 @@
 // burstd over the context's control connection. The attributes travel 1:1
 // (burst_ctl_qp_attr carries IBV_* values, see burst_ctl_proto.h); RoCE
 // addresses always carry a GRH, and a zero destination MAC asks burstd to
-// resolve it. Each QP comes with its region (SQ and RQ rings, datapath.cc).
+// resolve it. Each QP comes with its region (SQ and RQ rings, mapped in
+// shm_regions.cc; posted to in post_wr.cc).
+//
+// Threading: control path, any application thread (the control connection
+// serialises the calls to burstd).
 #include <pthread.h>
 
 #include <cerrno>
@@ -21,95 +25,99 @@ constexpr uint32_t kPsnMask = 0xffffff;
 
 bool same_context(ibv_context* ctx, ibv_cq* cq) { return cq != nullptr && cq->context == ctx; }
 
-// CREATE_QP in burstd. Fills every ibv_qp field (create_qp_ex is called by
-// applications directly; ibv_create_qp's wrapper sets the same values again)
-// and cap with what the QP provides. nullptr with errno on failure.
-Qp* make_qp(ibv_pd* pd, ibv_qp_type type, ibv_cq* send_cq, ibv_cq* recv_cq, ibv_srq* srq,
-            void* qp_context, int sq_sig_all, ibv_qp_cap* cap) {
-  ibv_context* ibctx = pd->context;
-  Context* ctx = to_context(ibctx);
+// What make_qp is asked for (ibv_qp_init_attr and ibv_qp_init_attr_ex alike).
+struct QpArgs {
+  ibv_pd* pd;
+  ibv_qp_type type;
+  ibv_cq* send_cq;
+  ibv_cq* recv_cq;
+  ibv_srq* srq;
+  void* qp_context;
+  int sq_sig_all;
+};
+
+// The checks made before asking burstd: 0 or an errno value.
+int check_qp_args(const QpArgs& a) {
+  ibv_context* ibctx = a.pd->context;
+  const ibv_qp_type type = a.type;
   if (type == IBV_QPT_UC || type == IBV_QPT_RAW_PACKET || type == IBV_QPT_XRC_SEND ||
       type == IBV_QPT_XRC_RECV || type == IBV_QPT_DRIVER) {
     debug_log("burst: QP type %d is not supported (RC and UD are)", static_cast<int>(type));
-    errno = EOPNOTSUPP;
-    return nullptr;
+    return EOPNOTSUPP;
   }
-  if (type != IBV_QPT_RC && type != IBV_QPT_UD) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (srq != nullptr && srq->context != ibctx) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (!same_context(ibctx, send_cq) || !same_context(ibctx, recv_cq)) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  auto* qp = static_cast<Qp*>(calloc(1, sizeof(Qp)));
-  if (qp == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
+  if (type != IBV_QPT_RC && type != IBV_QPT_UD) return EINVAL;
+  if (a.srq != nullptr && a.srq->context != ibctx) return EINVAL;
+  if (!same_context(ibctx, a.send_cq) || !same_context(ibctx, a.recv_cq)) return EINVAL;
+  return 0;
+}
+
+// The five queue capacities between ibv_qp_cap and the protocol's
+// burst_ctl_qp_cap (the same names and order; either direction).
+template <typename To, typename From>
+To convert_cap(const From& f) {
+  return To{.max_send_wr = f.max_send_wr,
+            .max_recv_wr = f.max_recv_wr,
+            .max_send_sge = f.max_send_sge,
+            .max_recv_sge = f.max_recv_sge,
+            .max_inline_data = f.max_inline_data};
+}
+
+// Every ibv_qp field of a QP burstd created (create_qp_ex is called by
+// applications directly; ibv_create_qp's wrapper sets the same values again).
+void init_ibv_qp(Qp* qp, const QpArgs& a, const burst_ctl_create_qp_resp& resp) {
+  qp->handle = resp.qp_handle;
+  qp->worker = resp.worker;
+  qp->sq_sig_all = a.sq_sig_all != 0;
+  qp->vqp.comp_mask = 0;  // no ibv_qp_ex: ibv_qp_to_qp_ex() returns NULL
+  ibv_qp& q = qp->vqp.qp;
+  q = ibv_qp{.context = a.pd->context,
+             .qp_context = a.qp_context,
+             .pd = a.pd,
+             .send_cq = a.send_cq,
+             .recv_cq = a.recv_cq,
+             .srq = a.srq,
+             .handle = resp.qp_handle,
+             .qp_num = resp.qpn,
+             .state = IBV_QPS_RESET,
+             .qp_type = a.type,
+             .events_completed = 0};
+  pthread_mutex_init(&q.mutex, nullptr);
+  pthread_cond_init(&q.cond, nullptr);
+}
+
+// CREATE_QP in burstd, with its rings mapped. Fills every ibv_qp field and cap
+// with what the QP provides. nullptr with errno on failure.
+Qp* make_qp(const QpArgs& a, ibv_qp_cap* cap) {
+  if (int e = check_qp_args(a); e != 0) return verb_error(e);
+  Context* ctx = to_context(a.pd->context);
+  auto* qp = alloc_object<Qp>();
+  if (qp == nullptr) return nullptr;
   burst_ctl_create_qp_req req{};
-  req.pd_handle = to_pd(pd)->handle;
-  req.send_cq_handle = to_cq(send_cq)->handle;
-  req.recv_cq_handle = to_cq(recv_cq)->handle;
-  req.qp_type = static_cast<uint8_t>(type);
-  req.sq_sig_all = sq_sig_all != 0 ? 1 : 0;
-  req.cap.max_send_wr = cap->max_send_wr;
-  req.cap.max_recv_wr = cap->max_recv_wr;
-  req.cap.max_send_sge = cap->max_send_sge;
-  req.cap.max_recv_sge = cap->max_recv_sge;
-  req.cap.max_inline_data = cap->max_inline_data;
+  req.pd_handle = to_pd(a.pd)->handle;
+  req.send_cq_handle = to_cq(a.send_cq)->handle;
+  req.recv_cq_handle = to_cq(a.recv_cq)->handle;
+  req.qp_type = static_cast<uint8_t>(a.type);
+  req.sq_sig_all = a.sq_sig_all != 0 ? 1 : 0;
+  req.cap = convert_cap<burst_ctl_qp_cap>(*cap);
   req.user_handle = reinterpret_cast<uintptr_t>(&qp->vqp.qp);
-  req.srq_handle = srq != nullptr ? to_srq(srq)->handle : 0;
+  req.srq_handle = a.srq != nullptr ? to_srq(a.srq)->handle : 0;
   burst_ctl_create_qp_resp resp{};
   int fd = -1;
-  int e = ctl_call_fd(&ctx->ctl, BURST_CTL_OP_CREATE_QP, &req, sizeof(req), &resp, sizeof(resp),
-                      -1, &fd);
+  int e = ctl_request_fd(ctx, BURST_CTL_OP_CREATE_QP, &req, &resp, -1, &fd);
   if (e == 0) {
     qp->vqp.qp.qp_num = resp.qpn;
-    qp->vqp.qp.srq = srq;  // attach_qp_rings: no RQ ring on an SRQ
+    qp->vqp.qp.srq = a.srq;  // attach_qp_rings: no RQ ring on an SRQ
     e = attach_qp_rings(ctx, qp, fd, resp.region_size, resp.worker);
-    if (e != 0) {
-      burst_ctl_handle_req dreq{};
-      dreq.handle = resp.qp_handle;
-      burst_ctl_empty_resp dresp{};
-      (void)ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_QP, &dreq, sizeof(dreq), &dresp,
-                     sizeof(dresp));
-    }
+    if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DESTROY_QP, resp.qp_handle);
   }
   if (e != 0) {
     free(qp);
-    errno = e;  // EINVAL for caps beyond the device limits (ibv_query_device)
-    return nullptr;
+    return verb_error(e);  // EINVAL for caps beyond the device limits (ibv_query_device)
   }
-  qp->handle = resp.qp_handle;
-  qp->worker = resp.worker;
-  qp->sq_sig_all = req.sq_sig_all != 0;
-  qp->vqp.comp_mask = 0;  // no ibv_qp_ex: ibv_qp_to_qp_ex() returns NULL
-  ibv_qp& q = qp->vqp.qp;
-  q.context = ibctx;
-  q.qp_context = qp_context;
-  q.pd = pd;
-  q.send_cq = send_cq;
-  q.recv_cq = recv_cq;
-  q.srq = srq;
-  q.handle = resp.qp_handle;
-  q.qp_num = resp.qpn;
-  q.state = IBV_QPS_RESET;
-  q.qp_type = type;
-  q.events_completed = 0;
-  pthread_mutex_init(&q.mutex, nullptr);
-  pthread_cond_init(&q.cond, nullptr);
+  init_ibv_qp(qp, a, resp);
   // Work-request counts come back rounded up to the ring size, like a real device's.
-  cap->max_send_wr = resp.cap.max_send_wr;
-  cap->max_recv_wr = resp.cap.max_recv_wr;
-  cap->max_send_sge = resp.cap.max_send_sge;
-  cap->max_recv_sge = resp.cap.max_recv_sge;
-  cap->max_inline_data = resp.cap.max_inline_data;
-  debug_log("burst: QP %u (%s) on worker %u", resp.qpn, type == IBV_QPT_RC ? "RC" : "UD",
+  *cap = convert_cap<ibv_qp_cap>(resp.cap);
+  debug_log("burst: QP %u (%s) on worker %u", resp.qpn, a.type == IBV_QPT_RC ? "RC" : "UD",
             resp.worker);
   return qp;
 }
@@ -146,8 +154,9 @@ void ah_from_wire(const burst_ctl_ah& in, uint8_t port_num, ibv_ah_attr* ah) {
 }  // namespace
 
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr) {
-  Qp* qp = make_qp(pd, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq, attr->qp_context,
-                   attr->sq_sig_all, &attr->cap);
+  const QpArgs a{pd,        attr->qp_type,    attr->send_cq,   attr->recv_cq,
+                 attr->srq, attr->qp_context, attr->sq_sig_all};
+  Qp* qp = make_qp(a, &attr->cap);
   return qp != nullptr ? &qp->vqp.qp : nullptr;
 }
 
@@ -157,23 +166,21 @@ ibv_qp* create_qp_ex(ibv_context* ctx, ibv_qp_init_attr_ex* attr) {
   constexpr uint32_t kSupported =
       IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr || attr->pd->context != ctx) {
-    errno = EINVAL;
-    return nullptr;
+    return verb_error(EINVAL);
   }
   if ((attr->comp_mask & ~kSupported) ||
       ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)) {
     debug_log("burst: ibv_create_qp_ex comp_mask 0x%x is not supported", attr->comp_mask);
-    errno = EOPNOTSUPP;
-    return nullptr;
+    return verb_error(EOPNOTSUPP);
   }
-  Qp* qp = make_qp(attr->pd, attr->qp_type, attr->send_cq, attr->recv_cq, attr->srq,
-                   attr->qp_context, attr->sq_sig_all, &attr->cap);
+  const QpArgs a{attr->pd,  attr->qp_type,    attr->send_cq,   attr->recv_cq,
+                 attr->srq, attr->qp_context, attr->sq_sig_all};
+  Qp* qp = make_qp(a, &attr->cap);
   if (qp == nullptr) return nullptr;
   if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
     if (int e = init_qp_ex(qp, attr->send_ops_flags); e != 0) {
       (void)destroy_qp(&qp->vqp.qp);
-      errno = e;
-      return nullptr;
+      return verb_error(e);
     }
     qp->vqp.comp_mask |= BURST_VERBS_QP_EX;
   }
@@ -212,28 +219,20 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) w.max_rd_atomic = attr->max_rd_atomic;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   burst_ctl_empty_resp resp{};
-  return ctl_call(&ctx->ctl, BURST_CTL_OP_MODIFY_QP, &req, sizeof(req), &resp, sizeof(resp));
+  return ctl_request(ctx, BURST_CTL_OP_MODIFY_QP, &req, &resp);
 }
 
 int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {
-  Qp* qp = to_qp(ibqp);
-  Context* ctx = to_context(ibqp->context);
   burst_ctl_query_qp_req req{};
-  req.qp_handle = qp->handle;
+  req.qp_handle = to_qp(ibqp)->handle;
   req.attr_mask = static_cast<uint32_t>(attr_mask);
   burst_ctl_query_qp_resp resp{};
-  if (int e = ctl_call(&ctx->ctl, BURST_CTL_OP_QUERY_QP, &req, sizeof(req), &resp, sizeof(resp));
-      e != 0) {
+  if (int e = ctl_request(to_context(ibqp->context), BURST_CTL_OP_QUERY_QP, &req, &resp); e != 0) {
     return e;
   }
   // Every attribute is returned, whatever the mask (as most providers do).
   const burst_ctl_qp_attr& w = resp.attr;
-  ibv_qp_cap cap{};
-  cap.max_send_wr = resp.cap.max_send_wr;
-  cap.max_recv_wr = resp.cap.max_recv_wr;
-  cap.max_send_sge = resp.cap.max_send_sge;
-  cap.max_recv_sge = resp.cap.max_recv_sge;
-  cap.max_inline_data = resp.cap.max_inline_data;
+  const auto cap = convert_cap<ibv_qp_cap>(resp.cap);
   *attr = ibv_qp_attr{};
   attr->qp_state = static_cast<ibv_qp_state>(w.qp_state);
   attr->cur_qp_state = static_cast<ibv_qp_state>(w.qp_state);
@@ -271,12 +270,7 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* i
 
 int destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
-  Context* ctx = to_context(ibqp->context);
-  burst_ctl_handle_req req{};
-  req.handle = qp->handle;
-  burst_ctl_empty_resp resp{};
-  const int e = destroy_result(
-      ctx, ctl_call(&ctx->ctl, BURST_CTL_OP_DESTROY_QP, &req, sizeof(req), &resp, sizeof(resp)));
+  const int e = ctl_destroy(to_context(ibqp->context), BURST_CTL_OP_DESTROY_QP, qp->handle);
   if (e != 0) return e;
   detach_qp_rings(qp);
   fini_qp_ex(qp);

@@ -187,47 +187,53 @@ void wr_send_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
   }
 }
 
-void wr_rdma_write(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
-  if (ibv_send_wr* w = begin_wr(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE)) {
+// Starts an RDMA WR at (rkey, remote_addr); nullptr when begin_wr refused.
+ibv_send_wr* begin_rdma_wr(ibv_qp_ex* qpx, uint64_t op, ibv_wr_opcode opcode, uint32_t rkey,
+                           uint64_t remote_addr) {
+  ibv_send_wr* w = begin_wr(qpx, op, opcode);
+  if (w != nullptr) {
     w->wr.rdma.rkey = rkey;
     w->wr.rdma.remote_addr = remote_addr;
   }
+  return w;
+}
+
+// Starts an atomic WR on the 8 bytes at (rkey, remote_addr): compare_add is
+// the compare value or the addend, swap the swap value (0 for fetch-and-add).
+void begin_atomic_wr(ibv_qp_ex* qpx, uint64_t op, ibv_wr_opcode opcode, uint32_t rkey,
+                     uint64_t remote_addr, uint64_t compare_add, uint64_t swap) {
+  if (ibv_send_wr* w = begin_wr(qpx, op, opcode)) {
+    w->wr.atomic.rkey = rkey;
+    w->wr.atomic.remote_addr = remote_addr;
+    w->wr.atomic.compare_add = compare_add;
+    w->wr.atomic.swap = swap;
+  }
+}
+
+void wr_rdma_write(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
+  begin_rdma_wr(qpx, IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE, rkey, remote_addr);
 }
 
 void wr_rdma_write_imm(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, __be32 imm_data) {
-  if (ibv_send_wr* w =
-          begin_wr(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM)) {
-    w->wr.rdma.rkey = rkey;
-    w->wr.rdma.remote_addr = remote_addr;
+  if (ibv_send_wr* w = begin_rdma_wr(qpx, IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
+                                     IBV_WR_RDMA_WRITE_WITH_IMM, rkey, remote_addr)) {
     w->imm_data = imm_data;
   }
 }
 
 void wr_rdma_read(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr) {
-  if (ibv_send_wr* w = begin_wr(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ)) {
-    w->wr.rdma.rkey = rkey;
-    w->wr.rdma.remote_addr = remote_addr;
-  }
+  begin_rdma_wr(qpx, IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ, rkey, remote_addr);
 }
 
 void wr_atomic_cmp_swp(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t compare,
                        uint64_t swap) {
-  if (ibv_send_wr* w =
-          begin_wr(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP)) {
-    w->wr.atomic.rkey = rkey;
-    w->wr.atomic.remote_addr = remote_addr;
-    w->wr.atomic.compare_add = compare;
-    w->wr.atomic.swap = swap;
-  }
+  begin_atomic_wr(qpx, IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP, rkey,
+                  remote_addr, compare, swap);
 }
 
 void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, uint64_t add) {
-  if (ibv_send_wr* w =
-          begin_wr(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD)) {
-    w->wr.atomic.rkey = rkey;
-    w->wr.atomic.remote_addr = remote_addr;
-    w->wr.atomic.compare_add = add;
-  }
+  begin_atomic_wr(qpx, IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey,
+                  remote_addr, add, 0);
 }
 
 // What burst never builds: the slot is filled anyway (a NULL slot would crash
@@ -244,18 +250,6 @@ void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {
 
 // --- setters --------------------------------------------------------------------
 
-void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
-  QpEx* x = to_ex(qpx);
-  ibv_send_wr* w = current_wr(x);
-  if (w == nullptr) return;
-  const int64_t first = take_sges(x, 1);
-  if (first < 0) return;
-  x->sge[first] = ibv_sge{addr, length, lkey};
-  w->num_sge = 1;
-  w->send_flags &= ~static_cast<unsigned>(IBV_SEND_INLINE);
-  x->data[x->n_wr - 1] = WrData{static_cast<uint32_t>(first), false};
-}
-
 void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) {
   QpEx* x = to_ex(qpx);
   ibv_send_wr* w = current_wr(x);
@@ -270,6 +264,11 @@ void wr_set_sge_list(ibv_qp_ex* qpx, size_t num_sge, const ibv_sge* sg_list) {
   w->num_sge = static_cast<int>(num_sge);
   w->send_flags &= ~static_cast<unsigned>(IBV_SEND_INLINE);
   x->data[x->n_wr - 1] = WrData{static_cast<uint32_t>(first), false};
+}
+
+void wr_set_sge(ibv_qp_ex* qpx, uint32_t lkey, uint64_t addr, uint32_t length) {
+  const ibv_sge sge{addr, length, lkey};
+  wr_set_sge_list(qpx, 1, &sge);
 }
 
 // Copies the buffers, one after the other, into the batch's inline bytes and
@@ -387,6 +386,56 @@ void wr_abort(ibv_qp_ex* qpx) {
   pthread_mutex_unlock(&x->lock);
 }
 
+// The batch's storage for a full send queue (sq_entries WRs, 0: unknown),
+// kept across batches. False when memory runs out (what was allocated is then
+// freed by free_batch_storage).
+bool alloc_batch_storage(QpEx* x, uint32_t sq_entries) {
+  const uint32_t wrs = sq_entries != 0 ? sq_entries : kDefaultWrs;
+  const uint32_t sges = wrs * (x->max_sge != 0 ? x->max_sge : 1);
+  size_t inl = size_t{wrs} * x->max_inline;
+  if (inl > kInitialInlineBytes) inl = kInitialInlineBytes;
+  x->wr = static_cast<ibv_send_wr*>(malloc(size_t{wrs} * sizeof(ibv_send_wr)));
+  x->data = static_cast<WrData*>(malloc(size_t{wrs} * sizeof(WrData)));
+  x->sge = static_cast<ibv_sge*>(malloc(size_t{sges} * sizeof(ibv_sge)));
+  x->inl = static_cast<unsigned char*>(malloc(inl != 0 ? inl : 1));
+  x->wr_cap = wrs;
+  x->sge_cap = sges;
+  x->inl_cap = inl;
+  return x->wr != nullptr && x->data != nullptr && x->sge != nullptr && x->inl != nullptr;
+}
+
+void free_batch_storage(QpEx* x) {
+  free(x->wr);
+  free(x->data);
+  free(x->sge);
+  free(x->inl);
+}
+
+// Every ibv_qp_ex callback: the builders, the setters and the batch.
+void set_wr_callbacks(ibv_qp_ex* q) {
+  q->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+  q->wr_atomic_fetch_add = wr_atomic_fetch_add;
+  q->wr_bind_mw = wr_bind_mw;
+  q->wr_local_inv = wr_local_inv;
+  q->wr_rdma_read = wr_rdma_read;
+  q->wr_rdma_write = wr_rdma_write;
+  q->wr_rdma_write_imm = wr_rdma_write_imm;
+  q->wr_send = wr_send;
+  q->wr_send_imm = wr_send_imm;
+  q->wr_send_inv = wr_send_inv;
+  q->wr_send_tso = wr_send_tso;
+  q->wr_set_ud_addr = wr_set_ud_addr;
+  q->wr_set_xrc_srqn = wr_set_xrc_srqn;
+  q->wr_set_inline_data = wr_set_inline_data;
+  q->wr_set_inline_data_list = wr_set_inline_data_list;
+  q->wr_set_sge = wr_set_sge;
+  q->wr_set_sge_list = wr_set_sge_list;
+  q->wr_start = wr_start;
+  q->wr_complete = wr_complete;
+  q->wr_abort = wr_abort;
+  q->wr_atomic_write = wr_atomic_write;
+}
+
 }  // namespace
 
 int init_qp_ex(Qp* qp, uint64_t send_ops_flags) {
@@ -414,23 +463,8 @@ int init_qp_ex(Qp* qp, uint64_t send_ops_flags) {
   x->max_batch = sq_entries != 0 ? sq_entries : kDefaultMaxBatch;
   x->max_sge = qp->max_send_sge;
   x->max_inline = qp->max_inline;
-  const uint32_t wrs = sq_entries != 0 ? sq_entries : kDefaultWrs;
-  const uint32_t sges = wrs * (x->max_sge != 0 ? x->max_sge : 1);
-  size_t inl = size_t{wrs} * x->max_inline;
-  if (inl > kInitialInlineBytes) inl = kInitialInlineBytes;
-  x->wr = static_cast<ibv_send_wr*>(malloc(size_t{wrs} * sizeof(ibv_send_wr)));
-  x->data = static_cast<WrData*>(malloc(size_t{wrs} * sizeof(WrData)));
-  x->sge = static_cast<ibv_sge*>(malloc(size_t{sges} * sizeof(ibv_sge)));
-  x->inl = static_cast<unsigned char*>(malloc(inl != 0 ? inl : 1));
-  x->wr_cap = wrs;
-  x->sge_cap = sges;
-  x->inl_cap = inl;
-  if (x->wr == nullptr || x->data == nullptr || x->sge == nullptr || x->inl == nullptr ||
-      pthread_mutex_init(&x->lock, nullptr) != 0) {
-    free(x->wr);
-    free(x->data);
-    free(x->sge);
-    free(x->inl);
+  if (!alloc_batch_storage(x, sq_entries) || pthread_mutex_init(&x->lock, nullptr) != 0) {
+    free_batch_storage(x);
     free(x);
     return ENOMEM;
   }
@@ -439,27 +473,7 @@ int init_qp_ex(Qp* qp, uint64_t send_ops_flags) {
   q.comp_mask = 0;
   q.wr_id = 0;
   q.wr_flags = 0;
-  q.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
-  q.wr_atomic_fetch_add = wr_atomic_fetch_add;
-  q.wr_bind_mw = wr_bind_mw;
-  q.wr_local_inv = wr_local_inv;
-  q.wr_rdma_read = wr_rdma_read;
-  q.wr_rdma_write = wr_rdma_write;
-  q.wr_rdma_write_imm = wr_rdma_write_imm;
-  q.wr_send = wr_send;
-  q.wr_send_imm = wr_send_imm;
-  q.wr_send_inv = wr_send_inv;
-  q.wr_send_tso = wr_send_tso;
-  q.wr_set_ud_addr = wr_set_ud_addr;
-  q.wr_set_xrc_srqn = wr_set_xrc_srqn;
-  q.wr_set_inline_data = wr_set_inline_data;
-  q.wr_set_inline_data_list = wr_set_inline_data_list;
-  q.wr_set_sge = wr_set_sge;
-  q.wr_set_sge_list = wr_set_sge_list;
-  q.wr_start = wr_start;
-  q.wr_complete = wr_complete;
-  q.wr_abort = wr_abort;
-  q.wr_atomic_write = wr_atomic_write;
+  set_wr_callbacks(&q);
   qp->ex = x;
   qp->vqp.comp_mask |= BURST_VERBS_QP_EX;  // ibv_qp_to_qp_ex() returns &vqp.qp_ex
   return 0;
@@ -470,10 +484,7 @@ void fini_qp_ex(Qp* qp) {
   if (x == nullptr) return;
   qp->vqp.comp_mask &= ~static_cast<uint32_t>(BURST_VERBS_QP_EX);
   pthread_mutex_destroy(&x->lock);
-  free(x->wr);
-  free(x->data);
-  free(x->sge);
-  free(x->inl);
+  free_batch_storage(x);
   free(x);
   qp->ex = nullptr;
 }

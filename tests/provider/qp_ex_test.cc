@@ -3,7 +3,7 @@
 // executable compiles qp_ex.cc with a test double of post_send that copies
 // every chain it is given (WRs, SGEs, inline bytes), so each test asserts on
 // exactly what the builder would hand the data path. The shipped provider
-// links the real post_send (datapath.cc).
+// links the real post_send (post_wr.cc).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// Memory regions and address handles, registered and created in burstd over
+// the context's control connection. A registration of shareable memory hands
+// burstd the file behind it (mr_file.cc) so that burstd maps it (zero-copy);
+// other memory burstd reaches through this process's /proc/self/mem
+// (cross-memory, docs/security.md). An address handle travels as the
+// protocol's address (ah_to_wire, qp_control.cc).
+//
+// Threading: control path, any application thread (the control connection
+// serialises the calls to burstd).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "provider/provider.h"
+
+namespace burst::provider {
+
+ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int access) {
+  Context* ctx = to_context(ibpd->context);
+  auto* mr = alloc_object<Mr>();
+  if (mr == nullptr) return nullptr;
+  burst_ctl_reg_mr_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  req.access = static_cast<uint32_t>(access);
+  req.addr = reinterpret_cast<uintptr_t>(addr);
+  req.length = length;
+  req.iova = hca_va;
+  // Shareable memory goes zero-copy when we hand burstd its file.
+  const int file = shared_file_for(addr, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0);
+  if (file >= 0) req.flags |= BURST_CTL_MR_F_FILE;
+  burst_ctl_reg_mr_resp resp{};
+  const int e = ctl_request_fd(ctx, BURST_CTL_OP_REG_MR, &req, &resp, file, nullptr);
+  if (file >= 0) close(file);
+  if (e != 0) {
+    free(mr);
+    return verb_error(e);
+  }
+  mr->handle = resp.mr_handle;
+  ibv_mr& m = mr->vmr.ibv_mr;
+  m.context = ibpd->context;
+  m.pd = ibpd;
+  m.addr = addr;
+  m.length = length;
+  m.handle = resp.mr_handle;
+  m.lkey = resp.lkey;
+  m.rkey = resp.rkey;
+  mr->vmr.mr_type = BURST_VERBS_MR_TYPE_MR;
+  mr->vmr.access = access;
+  debug_log("burst: MR %u: %zu bytes at %p, lkey 0x%x, %s", resp.mr_handle, length, addr, resp.lkey,
+            resp.memory_mode == BURST_CTL_MEM_SHM ? "zero-copy" : "cross-memory");
+  return &m;
+}
+
+int dereg_mr(verbs_mr* vmr) {
+  auto* mr = reinterpret_cast<Mr*>(vmr);
+  const int e = ctl_destroy(to_context(vmr->ibv_mr.context), BURST_CTL_OP_DEREG_MR, mr->handle);
+  if (e == 0) free(mr);
+  return e;
+}
+
+ibv_ah* create_ah(ibv_pd* ibpd, ibv_ah_attr* attr) {
+  burst_ctl_create_ah_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  if (int e = ah_to_wire(*attr, &req.ah); e != 0) return verb_error(e);
+  auto* ah = alloc_object<Ah>();
+  if (ah == nullptr) return nullptr;
+  burst_ctl_create_ah_resp resp{};
+  if (int e = ctl_request(to_context(ibpd->context), BURST_CTL_OP_CREATE_AH, &req, &resp); e != 0) {
+    free(ah);
+    return verb_error(e);
+  }
+  ah->handle = resp.ah_handle;
+  ah->ah.context = ibpd->context;
+  ah->ah.pd = ibpd;
+  ah->ah.handle = resp.ah_handle;
+  return &ah->ah;
+}
+
+int destroy_ah(ibv_ah* ibah) {
+  auto* ah = reinterpret_cast<Ah*>(ibah);
+  const int e = ctl_destroy(to_context(ibah->context), BURST_CTL_OP_DESTROY_AH, ah->handle);
+  if (e == 0) free(ah);
+  return e;
+}
+
+}  // namespace burst::provider
