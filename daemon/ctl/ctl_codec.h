@@ -15,7 +15,15 @@
 
 namespace burst::ctl {
 
-// What the protocol knows about one op.
+// Who may send an op (the NEEDS column of daemon/ctl/ctl_ops.h).
+enum class Needs : uint8_t {
+  kNothing,  // before HELLO (HELLO itself)
+  kSession,  // after HELLO, also once the client is revoked (tear down and look)
+  kLive,     // after HELLO, not once the client is revoked
+};
+
+// What the protocol knows about one op: the wire facts of its row in
+// daemon/ctl/ctl_ops.h (burstd's dispatcher adds the handler to the same row).
 struct OpSpec {
   uint16_t op;
   const char* name;           // "CREATE_QP"
@@ -23,6 +31,10 @@ struct OpSpec {
   uint32_t response_size;     // size of a successful response (list ops: the largest)
   uint32_t response_entries;  // list ops: offset of entries[] (0 for fixed responses)
   uint32_t entry_size;        // list ops: size of one entry
+  uint32_t count_offset;      // list ops: offset of the count field
+  uint8_t max_fds_in;         // descriptors a request may carry
+  uint8_t max_fds_out;        // descriptors a response carries
+  Needs needs;
 };
 
 // nullptr for an unknown op.
@@ -40,7 +52,13 @@ struct RequestCheck {
   uint16_t version = 0;
   uint64_t request_id = 0;
 };
+// check_frame (the header alone), then check_body against the op's row.
 RequestCheck check_request(const void* msg, size_t len);
+// Size, magic and length field of a received message (any op).
+RequestCheck check_frame(const void* msg, size_t len);
+// The request against its op's row (nullptr: unknown op, EOPNOTSUPP): exact
+// size, status 0. Returns 0 or an errno value.
+int check_body(const burst_ctl_hdr& h, size_t len, const OpSpec* spec);
 
 // Checks a response to the request (op, request_id) in msg[0, len): the header
 // (burst_ctl_check_response_hdr) and the size for the op (list ops: count *
