@@ -20,23 +20,33 @@ namespace {
 
 constexpr uint32_t kLoggedErrorsPerSession = 5;
 
-// The device limits (abi/burst_limits.h) as HELLO reports them.
+// The device limits (abi/burst_limits.h) as HELLO reports them: per device,
+// or per worker (times the workers).
+struct Limit {
+  uint32_t burst_ctl_hello_resp::*field;
+  uint32_t value;
+  bool per_worker;
+};
+constexpr Limit kLimits[] = {
+    {&burst_ctl_hello_resp::max_qp, BURST_MAX_QP_PER_WORKER, true},
+    {&burst_ctl_hello_resp::max_qp_wr, BURST_MAX_QP_WR, false},
+    {&burst_ctl_hello_resp::max_sge, BURST_MAX_SGE, false},
+    {&burst_ctl_hello_resp::max_cq, BURST_MAX_CQ_PER_WORKER, false},
+    {&burst_ctl_hello_resp::max_cqe, BURST_MAX_CQE, false},
+    {&burst_ctl_hello_resp::max_pd, BURST_MAX_PD, false},
+    {&burst_ctl_hello_resp::max_inline_data, BURST_MAX_INLINE_DATA, false},
+    {&burst_ctl_hello_resp::max_qp_rd_atom, BURST_MAX_RD_ATOMIC, false},
+    {&burst_ctl_hello_resp::max_mr, BURST_MAX_MR, false},
+    {&burst_ctl_hello_resp::max_ah, BURST_MAX_AH, false},
+    {&burst_ctl_hello_resp::max_srq, BURST_MAX_SRQ_PER_WORKER, true},
+    {&burst_ctl_hello_resp::max_srq_wr, BURST_MAX_SRQ_WR, false},
+    {&burst_ctl_hello_resp::max_srq_sge, BURST_MAX_SRQ_SGE, false},
+    {&burst_ctl_hello_resp::max_msg_sz, BURST_MAX_MSG_SIZE, false},
+};
+
 void fill_limits(uint32_t workers, burst_ctl_hello_resp* r) {
-  r->max_qp = BURST_MAX_QP_PER_WORKER * workers;
-  r->max_qp_wr = BURST_MAX_QP_WR;
-  r->max_sge = BURST_MAX_SGE;
-  r->max_cq = BURST_MAX_CQ_PER_WORKER;
-  r->max_cqe = BURST_MAX_CQE;
-  r->max_pd = BURST_MAX_PD;
-  r->max_inline_data = BURST_MAX_INLINE_DATA;
-  r->max_qp_rd_atom = BURST_MAX_RD_ATOMIC;
-  r->max_mr = BURST_MAX_MR;
-  r->max_ah = BURST_MAX_AH;
-  r->max_srq = BURST_MAX_SRQ_PER_WORKER * workers;
-  r->max_srq_wr = BURST_MAX_SRQ_WR;
-  r->max_srq_sge = BURST_MAX_SRQ_SGE;
+  for (const Limit& l : kLimits) r->*l.field = l.per_worker ? l.value * workers : l.value;
   r->max_res_rd_atom = r->max_qp * BURST_MAX_RD_ATOMIC;
-  r->max_msg_sz = BURST_MAX_MSG_SIZE;
   r->max_mr_size = BURST_MAX_MR_SIZE;
 }
 
