@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// The rows of daemon/ctl/ctl_ops.h with burstd's handlers.
+// The rows of daemon/ctl/ctl_ops.h (ctl::kOps) with burstd's handlers.
 #include "daemon/burstd/ctl_ops.h"
 
 #include <cstddef>
+#include <iterator>
 
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/resources.h"
@@ -10,15 +11,16 @@
 namespace burst::burstd {
 namespace {
 
-#define BURSTD_CTL_ROW(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \
-  CtlOp{BURST_CTL_OP_SPEC(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS), &HANDLER},
-constexpr CtlOp kCtlOps[] = {BURST_CTL_OPS(BURSTD_CTL_ROW)};
-#undef BURSTD_CTL_ROW
+// The handler column of ctl::kOps, row by row.
+#define BURSTD_CTL_HANDLER(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) &HANDLER,
+constexpr CtlHandler kHandlers[] = {BURST_CTL_OPS(BURSTD_CTL_HANDLER)};
+#undef BURSTD_CTL_HANDLER
+static_assert(std::size(kHandlers) == std::size(ctl::kOps));
 
 // The dispatcher holds at most kMaxFdsIn descriptors of a request.
 constexpr bool fds_fit() {
-  for (const CtlOp& row : kCtlOps) {
-    if (row.spec.max_fds_in > Dispatcher::kMaxFdsIn) return false;
+  for (const ctl::OpSpec& spec : ctl::kOps) {
+    if (spec.max_fds_in > Dispatcher::kMaxFdsIn) return false;
   }
   return true;
 }
@@ -26,11 +28,10 @@ static_assert(fds_fit());
 
 }  // namespace
 
-const CtlOp* find_ctl_op(uint16_t op) {
-  for (const CtlOp& row : kCtlOps) {
-    if (row.spec.op == op) return &row;
-  }
-  return nullptr;
+CtlOp find_ctl_op(uint16_t op) {
+  const ctl::OpSpec* spec = ctl::find_op(op);
+  if (spec == nullptr) return {};
+  return {spec, kHandlers[spec - ctl::kOps]};
 }
 
 int handle_op(Call& c, int (Resources::*fn)(uint32_t client, uint32_t handle)) {

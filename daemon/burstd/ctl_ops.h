@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // burstd's control plane as a table: the rows of daemon/ctl/ctl_ops.h (wire
-// facts, descriptors, who may call) each with its handler. The Dispatcher
+// facts, descriptors, who may call: ctl::kOps) each with its handler. The Dispatcher
 // checks a request against its row and calls the handler with a Call; the
 // handler decodes the request, acts (Resources, Device), fills the response
 // body and says `what` it did for the debug log. Handlers live in the file of
@@ -62,17 +62,18 @@ struct Call {
 
 using CtlHandler = int (*)(Call&);
 
+// An op's row (ctl::kOps) and its handler.
 struct CtlOp {
-  ctl::OpSpec spec;
-  CtlHandler handler;
+  const ctl::OpSpec* spec = nullptr;
+  CtlHandler handler = nullptr;
 };
 
 // The ops whose request is a burst_ctl_handle_req and whose success is the
 // empty response (DEALLOC_PD, DESTROY_CQ, ...): fn(client, handle).
 int handle_op(Call& c, int (Resources::*fn)(uint32_t client, uint32_t handle));
 
-// The row of an op, nullptr when burstd does not know it.
-const CtlOp* find_ctl_op(uint16_t op);
+// The row of an op with its handler; {nullptr, nullptr} for an unknown op.
+CtlOp find_ctl_op(uint16_t op);
 
 // The handlers, one per row of BURST_CTL_OPS.
 #define BURSTD_DECLARE_HANDLER(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \

@@ -147,21 +147,21 @@ void Dispatcher::close_session(Session& s, const char* why) {
   }
 }
 
-int Dispatcher::check_call(Session& s, const CtlOp& row, const burst_ctl_hdr& h, size_t n_fds,
-                           bool too_many_fds) {
+int Dispatcher::check_call(Session& s, const ctl::OpSpec& spec, const burst_ctl_hdr& h,
+                           size_t n_fds, bool too_many_fds) {
   struct Refusal {
     bool when;
     const char* what;  // logged (nullptr: not a protocol error)
     int err;
   };
-  const bool session = row.spec.needs != ctl::Needs::kNothing;
+  const bool session = spec.needs != ctl::Needs::kNothing;
   const Refusal checks[] = {
       {session && !s.hello, "request before HELLO", EPROTO},
       {session && h.version != s.version,
        "request with another protocol version than negotiated", EPROTONOSUPPORT},
-      {too_many_fds || n_fds > row.spec.max_fds_in,
+      {too_many_fds || n_fds > spec.max_fds_in,
        "unexpected file descriptors with the request", EBADF},
-      {row.spec.needs == ctl::Needs::kLive && res_.revoked(s.id), nullptr, EACCES},
+      {spec.needs == ctl::Needs::kLive && res_.revoked(s.id), nullptr, EACCES},
   };
   for (const Refusal& r : checks) {
     if (!r.when) continue;
@@ -180,9 +180,7 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, const int* i
   ++s.requests;
   burst_ctl_hdr h{};
   if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));
-  const CtlOp* row = find_ctl_op(h.op);
-  ctl::RequestCheck rc = ctl::check_frame(msg, len);
-  if (rc.error == 0) rc.error = ctl::check_body(h, len, row != nullptr ? &row->spec : nullptr);
+  const ctl::RequestCheck rc = ctl::check_request(msg, len);
   if (rc.error != 0) {
     const char* what = rc.close ? "not a burst control message, closing" : "malformed request";
     protocol_error(s, what, h.op, rc.error);
@@ -190,20 +188,21 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, const int* i
     *close = rc.close;
     return;
   }
-  if (int e = check_call(s, *row, h, guard.n, guard.too_many); e != 0) {
+  const CtlOp row = find_ctl_op(h.op);  // known: check_request passed
+  if (int e = check_call(s, *row.spec, h, guard.n, guard.too_many); e != 0) {
     error_response(out, h, e);
     return;
   }
-  Call c{*this, res_, s, row->spec, h, msg, guard.fd, out, out_fds, {}};
-  const int err = row->handler(c);
+  Call c{*this, res_, s, *row.spec, h, msg, guard.fd, out, out_fds, {}};
+  const int err = row.handler(c);
   if (err != 0) {
     error_response(out, h, err);
     out_fds->clear();  // burstd's own descriptors, not sent
-    BURSTD_DEBUG("client %u: %s %s: %s", s.id, row->spec.name, c.what.c_str(), std::strerror(err));
+    BURSTD_DEBUG("client %u: %s %s: %s", s.id, row.spec->name, c.what.c_str(), std::strerror(err));
     return;
   }
-  if (out->empty()) c.start_response(row->spec.response_size);
-  BURSTD_DEBUG("client %u: %s %s", s.id, row->spec.name, c.what.c_str());
+  if (out->empty()) c.start_response(row.spec->response_size);
+  BURSTD_DEBUG("client %u: %s %s", s.id, row.spec->name, c.what.c_str());
 }
 
 // HELLO: version negotiation and the device's facts. A refusal is a whole

@@ -78,7 +78,7 @@ class Dispatcher {
 
  private:
   // The request's row checked against the session: 0 or an errno value.
-  int check_call(Session& s, const CtlOp& row, const burst_ctl_hdr& h, size_t n_fds,
+  int check_call(Session& s, const ctl::OpSpec& spec, const burst_ctl_hdr& h, size_t n_fds,
                  bool too_many_fds);
 
   const Config& config_;

@@ -5,17 +5,10 @@
 #include <cstddef>
 #include <cstring>
 
-#include "daemon/ctl/ctl_ops.h"
-
 namespace burst::ctl {
 namespace {
 
 constexpr uint32_t kHdr = sizeof(burst_ctl_hdr);
-
-#define BURST_CTL_SPEC_ROW(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \
-  BURST_CTL_OP_SPEC(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS),
-constexpr OpSpec kOps[] = {BURST_CTL_OPS(BURST_CTL_SPEC_ROW)};
-#undef BURST_CTL_SPEC_ROW
 
 // The count field of a list response (at the offset its row gives).
 uint32_t list_count(const OpSpec& spec, const uint8_t* msg) {
@@ -30,20 +23,7 @@ const char* name_of(const char* const (&names)[N], unsigned v) {
   return v < N && names[v] != nullptr ? names[v] : "unknown";
 }
 
-}  // namespace
-
-const OpSpec* find_op(uint16_t op) {
-  for (const OpSpec& s : kOps) {
-    if (s.op == op) return &s;
-  }
-  return nullptr;
-}
-
-const char* op_name(uint16_t op) {
-  const OpSpec* s = find_op(op);
-  return s != nullptr ? s->name : "unknown";
-}
-
+// Size, magic and length field of a received message (any op).
 RequestCheck check_frame(const void* msg, size_t len) {
   RequestCheck r;
   if (len < kHdr) {
@@ -67,10 +47,25 @@ RequestCheck check_frame(const void* msg, size_t len) {
   return r;
 }
 
+// The request against its op's row (nullptr: unknown op): exact size, status 0.
 int check_body(const burst_ctl_hdr& h, size_t len, const OpSpec* spec) {
   if (spec == nullptr) return EOPNOTSUPP;
   if (len != spec->request_size) return EBADMSG;
   return h.status != 0 ? EINVAL : 0;
+}
+
+}  // namespace
+
+const OpSpec* find_op(uint16_t op) {
+  for (const OpSpec& s : kOps) {
+    if (s.op == op) return &s;
+  }
+  return nullptr;
+}
+
+const char* op_name(uint16_t op) {
+  const OpSpec* s = find_op(op);
+  return s != nullptr ? s->name : "unknown";
 }
 
 RequestCheck check_request(const void* msg, size_t len) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation helpers of the burst control protocol
-// (abi/burst_ctl_proto.h) for burstd, burstctl and tests: the op table, request
-// checks and the C++ face of the header framing in abi/burst_ctl_proto.h (which
-// the verbs provider uses directly). No dependencies beyond libc; nothing here
+// (abi/burst_ctl_proto.h) for burstd, burstctl and tests: the op table (kOps,
+// from the rows of daemon/ctl/ctl_ops.h), request checks and the C++ face of
+// the header framing in abi/burst_ctl_proto.h (which the verbs provider uses
+// directly). No dependencies beyond libc; nothing here
 // allocates except the string helpers.
 #pragma once
 
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "abi/burst_ctl_proto.h"
+#include "daemon/ctl/ctl_ops.h"
 
 namespace burst::ctl {
 
@@ -23,7 +25,7 @@ enum class Needs : uint8_t {
 };
 
 // What the protocol knows about one op: the wire facts of its row in
-// daemon/ctl/ctl_ops.h (burstd's dispatcher adds the handler to the same row).
+// daemon/ctl/ctl_ops.h (burstd's dispatcher pairs the row with its handler).
 struct OpSpec {
   uint16_t op;
   const char* name;           // "CREATE_QP"
@@ -37,7 +39,14 @@ struct OpSpec {
   Needs needs;
 };
 
-// nullptr for an unknown op.
+// The one table of ops (daemon/ctl/ctl_ops.h); burstd's dispatcher pairs each
+// row with its handler (daemon/burstd/ctl_ops.cc).
+#define BURST_CTL_SPEC_ROW(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \
+  BURST_CTL_OP_SPEC(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS),
+inline constexpr OpSpec kOps[] = {BURST_CTL_OPS(BURST_CTL_SPEC_ROW)};
+#undef BURST_CTL_SPEC_ROW
+
+// The row of an op in kOps, nullptr for an unknown op.
 const OpSpec* find_op(uint16_t op);
 const char* op_name(uint16_t op);  // "unknown" for an unknown op
 
@@ -52,13 +61,9 @@ struct RequestCheck {
   uint16_t version = 0;
   uint64_t request_id = 0;
 };
-// check_frame (the header alone), then check_body against the op's row.
+// The header (size, magic, length field), then the request against its op's
+// row (known op, exact size, status 0).
 RequestCheck check_request(const void* msg, size_t len);
-// Size, magic and length field of a received message (any op).
-RequestCheck check_frame(const void* msg, size_t len);
-// The request against its op's row (nullptr: unknown op, EOPNOTSUPP): exact
-// size, status 0. Returns 0 or an errno value.
-int check_body(const burst_ctl_hdr& h, size_t len, const OpSpec* spec);
 
 // Checks a response to the request (op, request_id) in msg[0, len): the header
 // (burst_ctl_check_response_hdr) and the size for the op (list ops: count *
