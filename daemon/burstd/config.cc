@@ -101,7 +101,9 @@ bool socket_path(const std::string& v) {
 bool principal(const std::string& v) {
   return v.find_first_of(" \t:/") == std::string::npos && v.size() <= 64;
 }
-bool devargs(const std::string& v) { return !v.empty() && v.find_first_of(" \t") == std::string::npos; }
+bool devargs(const std::string& v) {
+  return !v.empty() && v.find_first_of(" \t") == std::string::npos;
+}
 bool log_level(const std::string& v) {
   LogLevel l;
   return parse_log_level(v, &l);
@@ -111,7 +113,8 @@ bool backend(Config* c, const std::string& v, std::string* error) {
   BackendKind b;
   if (!find_word(kBackends, v, &b)) return false;
   if (b == BackendKind::kDpdk && !have_dpdk_backend()) {
-    *error = "backend 'dpdk': " + port::missing_backend(port::Kind::kDpdk) + "; use xdp or loopback";
+    *error =
+        "backend 'dpdk': " + port::missing_backend(port::Kind::kDpdk) + "; use xdp or loopback";
     return false;
   }
   c->backend = b;
@@ -167,15 +170,17 @@ struct Key {
 };
 
 // clang-format off
+constexpr char kPrincipal[] = "a user or group name, or a numeric id";
 constexpr Key kKeys[] = {
     {"netdev", text<&Config::netdev, ifname>, "an interface name (< 16 characters)"},
     {"backend", backend, "xdp, dpdk or loopback"},
-    {"workers", u32<&Config::workers, 1, BURST_CTL_MAX_WORKERS>, "a number of worker threads, 1..64"},
+    {"workers", u32<&Config::workers, 1, BURST_CTL_MAX_WORKERS>,
+     "a number of worker threads, 1..64"},
     {"socket", text<&Config::socket_path, socket_path>, "an absolute path shorter than 108 bytes"},
     {"socket_mode", u32<&Config::socket_mode, 0, 0777, 8>, "an octal mode like 0666"},
-    {"socket_owner", text<&Config::socket_owner, principal>, "a user or group name, or a numeric id"},
-    {"socket_group", text<&Config::socket_group, principal>, "a user or group name, or a numeric id"},
-    {"admin_group", text<&Config::admin_group, principal>, "a user or group name, or a numeric id"},
+    {"socket_owner", text<&Config::socket_owner, principal>, kPrincipal},
+    {"socket_group", text<&Config::socket_group, principal>, kPrincipal},
+    {"admin_group", text<&Config::admin_group, principal>, kPrincipal},
     {"max_qps_per_user", u32<&Config::max_qps_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
     {"max_cqs_per_user", u32<&Config::max_cqs_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
     {"max_mrs_per_user", u32<&Config::max_mrs_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},

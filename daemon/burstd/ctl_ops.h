@@ -31,11 +31,11 @@ struct Call {
   Session& s;
   const ctl::OpSpec& spec;
   const burst_ctl_hdr& h;
-  const uint8_t* msg;     // the whole request, spec.request_size bytes
-  int* in_fds;            // spec.max_fds_in entries, -1: none (or taken)
+  const uint8_t* msg;  // the whole request, spec.request_size bytes
+  int* in_fds;         // spec.max_fds_in entries, -1: none (or taken)
   std::vector<uint8_t>* out;
   std::vector<int>* out_fds;  // sent with a success, owned by burstd
-  std::string what;       // for the debug log ("qp 3 qpn 17 on worker 0")
+  std::string what;           // for the debug log ("qp 3 qpn 17 on worker 0")
 
   template <class Req>
   Req request() const {

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/burstd/log.h"
-#include "daemon/ctl/ctl_codec.h"
-#include "daemon/burstd/access.h"
 #include "abi/burst_device.h"
 #include "abi/burst_limits.h"
+#include "daemon/burstd/access.h"
+#include "daemon/burstd/log.h"
+#include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {
 namespace {
@@ -53,7 +53,8 @@ void fill_limits(uint32_t workers, burst_ctl_hello_resp* r) {
 // The error response to `req`: the header alone.
 void error_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, int err) {
   out->assign(sizeof(burst_ctl_hdr), 0);
-  ctl::init_response(reinterpret_cast<burst_ctl_hdr*>(out->data()), req, sizeof(burst_ctl_hdr), err);
+  ctl::init_response(reinterpret_cast<burst_ctl_hdr*>(out->data()), req, sizeof(burst_ctl_hdr),
+                     err);
 }
 
 // Every descriptor a request carried is closed at the end unless its handler
@@ -157,10 +158,10 @@ int Dispatcher::check_call(Session& s, const ctl::OpSpec& spec, const burst_ctl_
   const bool session = spec.needs != ctl::Needs::kNothing;
   const Refusal checks[] = {
       {session && !s.hello, "request before HELLO", EPROTO},
-      {session && h.version != s.version,
-       "request with another protocol version than negotiated", EPROTONOSUPPORT},
-      {too_many_fds || n_fds > spec.max_fds_in,
-       "unexpected file descriptors with the request", EBADF},
+      {session && h.version != s.version, "request with another protocol version than negotiated",
+       EPROTONOSUPPORT},
+      {too_many_fds || n_fds > spec.max_fds_in, "unexpected file descriptors with the request",
+       EBADF},
       {spec.needs == ctl::Needs::kLive && res_.revoked(s.id), nullptr, EACCES},
   };
   for (const Refusal& r : checks) {

@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "abi/burst_ctl_proto.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/ctl_ops.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/resources.h"
-#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {
@@ -32,7 +32,7 @@ struct Session {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // SO_PEERGROUPS at accept (supplementary groups)
-  std::string name;  // from HELLO
+  std::string name;           // from HELLO
   bool hello = false;
   uint16_t version = 0;  // negotiated
   uint32_t requests = 0;
@@ -67,7 +67,7 @@ class Dispatcher {
   // credentials (Resources::check_clients).
   void check_clients() { (void)res_.check_clients(); }
 
- // For the handlers (ctl_ops.h).
+  // For the handlers (ctl_ops.h).
   const Config& config() const { return config_; }
   Device& device() { return device_; }
   uint64_t uptime_ms() const;

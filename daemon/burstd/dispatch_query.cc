@@ -51,49 +51,56 @@ void add_array(Counters* out, const char* prefix, const A& values, size_t first,
 }
 
 using E = core::EngineCounters;
-constexpr Field<E> kEngineTraffic[] = {
-    {"rx_packets", &E::rx_packets}, {"rx_bytes", &E::rx_bytes},
-    {"tx_packets", &E::tx_packets}, {"tx_bytes", &E::tx_bytes}};
-constexpr Field<PlaneCounters> kPlane[] = {
-    {"shm.doorbells", &PlaneCounters::doorbells},   {"shm.send_wqes", &PlaneCounters::send_wqes},
-    {"shm.recv_wqes", &PlaneCounters::recv_wqes},   {"shm.bad_wqes", &PlaneCounters::bad_wqes},
-    {"shm.ring_faults", &PlaneCounters::ring_faults}, {"shm.cqes", &PlaneCounters::cqes},
-    {"shm.sweeps", &PlaneCounters::sweeps},         {"shm.sweep_finds", &PlaneCounters::sweep_finds}};
+constexpr Field<E> kEngineTraffic[] = {{"rx_packets", &E::rx_packets},
+                                       {"rx_bytes", &E::rx_bytes},
+                                       {"tx_packets", &E::tx_packets},
+                                       {"tx_bytes", &E::tx_bytes}};
+constexpr Field<PlaneCounters> kPlane[] = {{"shm.doorbells", &PlaneCounters::doorbells},
+                                           {"shm.send_wqes", &PlaneCounters::send_wqes},
+                                           {"shm.recv_wqes", &PlaneCounters::recv_wqes},
+                                           {"shm.bad_wqes", &PlaneCounters::bad_wqes},
+                                           {"shm.ring_faults", &PlaneCounters::ring_faults},
+                                           {"shm.cqes", &PlaneCounters::cqes},
+                                           {"shm.sweeps", &PlaneCounters::sweeps},
+                                           {"shm.sweep_finds", &PlaneCounters::sweep_finds}};
 constexpr Field<shm::DoorbellStats> kDoorbell[] = {
     {"shm.doorbell_reclaimed", &shm::DoorbellStats::reclaimed},
     {"shm.doorbell_corrupt", &shm::DoorbellStats::corrupt},
     {"shm.doorbell_invalid", &shm::DoorbellStats::invalid},
     {"shm.doorbell_head_repairs", &shm::DoorbellStats::head_repairs}};
-constexpr Field<E> kEngineResponder[] = {
-    {"mem_space_write_errors", &E::mem_space_write_errors},
-    {"mem_space_read_errors", &E::mem_space_read_errors},
-    {"mem_space_read_ahead", &E::mem_space_read_ahead},
-    {"mem_space_atomic_errors", &E::mem_space_atomic_errors},
-    {"rx_ecn_ce", &E::rx_ecn_ce},
-    {"rx_cnp", &E::rx_cnp},
-    {"rx_duplicate", &E::rx_duplicate},
-    {"rx_out_of_sequence", &E::rx_out_of_sequence},
-    {"acks_sent", &E::acks_sent},
-    {"rnr_naks_sent", &E::rnr_naks_sent}};
-constexpr Field<E> kEngineRequester[] = {
-    {"read_responses_sent", &E::read_responses_sent}, {"atomic_acks_sent", &E::atomic_acks_sent},
-    {"read_replays", &E::read_replays},               {"atomic_replays", &E::atomic_replays},
-    {"ud_received", &E::ud_received},                 {"acks_received", &E::acks_received},
-    {"rnr_naks_received", &E::rnr_naks_received}};
-constexpr Field<E> kEngineTail[] = {
-    {"retransmit_events", &E::retransmit_events},
-    {"retransmitted_packets", &E::retransmitted_packets},
-    {"timeouts", &E::timeouts},
-    {"read_out_of_sequence", &E::read_out_of_sequence},
-    {"ud_sent", &E::ud_sent},
-    {"cq_overflows", &E::cq_overflows},
-    {"tx_buffer_too_small", &E::tx_buffer_too_small}};
+constexpr Field<E> kEngineResponder[] = {{"mem_space_write_errors", &E::mem_space_write_errors},
+                                         {"mem_space_read_errors", &E::mem_space_read_errors},
+                                         {"mem_space_read_ahead", &E::mem_space_read_ahead},
+                                         {"mem_space_atomic_errors", &E::mem_space_atomic_errors},
+                                         {"rx_ecn_ce", &E::rx_ecn_ce},
+                                         {"rx_cnp", &E::rx_cnp},
+                                         {"rx_duplicate", &E::rx_duplicate},
+                                         {"rx_out_of_sequence", &E::rx_out_of_sequence},
+                                         {"acks_sent", &E::acks_sent},
+                                         {"rnr_naks_sent", &E::rnr_naks_sent}};
+constexpr Field<E> kEngineRequester[] = {{"read_responses_sent", &E::read_responses_sent},
+                                         {"atomic_acks_sent", &E::atomic_acks_sent},
+                                         {"read_replays", &E::read_replays},
+                                         {"atomic_replays", &E::atomic_replays},
+                                         {"ud_received", &E::ud_received},
+                                         {"acks_received", &E::acks_received},
+                                         {"rnr_naks_received", &E::rnr_naks_received}};
+constexpr Field<E> kEngineTail[] = {{"retransmit_events", &E::retransmit_events},
+                                    {"retransmitted_packets", &E::retransmitted_packets},
+                                    {"timeouts", &E::timeouts},
+                                    {"read_out_of_sequence", &E::read_out_of_sequence},
+                                    {"ud_sent", &E::ud_sent},
+                                    {"cq_overflows", &E::cq_overflows},
+                                    {"tx_buffer_too_small", &E::tx_buffer_too_small}};
 using L = core::WorkerCounters;
-constexpr Field<L> kLoop[] = {
-    {"worker.loops", &L::loops},           {"worker.rx_bursts", &L::rx_bursts},
-    {"worker.tx_bursts", &L::tx_bursts},   {"worker.tx_no_buffers", &L::tx_no_buffers},
-    {"worker.tx_backlogged", &L::tx_backlogged}, {"worker.handoff_out", &L::handoff_out},
-    {"worker.handoff_in", &L::handoff_in}, {"worker.handoff_full", &L::handoff_full}};
+constexpr Field<L> kLoop[] = {{"worker.loops", &L::loops},
+                              {"worker.rx_bursts", &L::rx_bursts},
+                              {"worker.tx_bursts", &L::tx_bursts},
+                              {"worker.tx_no_buffers", &L::tx_no_buffers},
+                              {"worker.tx_backlogged", &L::tx_backlogged},
+                              {"worker.handoff_out", &L::handoff_out},
+                              {"worker.handoff_in", &L::handoff_in},
+                              {"worker.handoff_full", &L::handoff_full}};
 constexpr Field<WorkerStats> kWorker[] = {{"worker.idle_sleeps", &WorkerStats::idle_sleeps},
                                           {"worker.commands", &WorkerStats::commands}};
 

@@ -40,10 +40,9 @@ bool log_enabled(LogLevel level) {
 void log(LogLevel level, const char* fmt, ...) {
   char line[2048];
   int n = journal() ? std::snprintf(line, sizeof(line), "<%d>", static_cast<int>(level))
-                    : level == LogLevel::kInfo
-                        ? std::snprintf(line, sizeof(line), "burstd: ")
-                        : std::snprintf(line, sizeof(line), "burstd: %s: ",
-                                        word_of(kLevels, level, "?"));
+          : level == LogLevel::kInfo
+              ? std::snprintf(line, sizeof(line), "burstd: ")
+              : std::snprintf(line, sizeof(line), "burstd: %s: ", word_of(kLevels, level, "?"));
   va_list ap;
   va_start(ap, fmt);
   const int m = std::vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);

@@ -24,19 +24,19 @@ constexpr std::pair<T C::*, T W::*> field(T C::*c, T W::*w) {
   return {c, w};
 }
 
-constexpr auto kCapFields = std::make_tuple(
-    field(&core::QpCap::max_send_wr, &burst_ctl_qp_cap::max_send_wr),
-    field(&core::QpCap::max_recv_wr, &burst_ctl_qp_cap::max_recv_wr),
-    field(&core::QpCap::max_send_sge, &burst_ctl_qp_cap::max_send_sge),
-    field(&core::QpCap::max_recv_sge, &burst_ctl_qp_cap::max_recv_sge),
-    field(&core::QpCap::max_inline_data, &burst_ctl_qp_cap::max_inline_data));
+constexpr auto kCapFields =
+    std::make_tuple(field(&core::QpCap::max_send_wr, &burst_ctl_qp_cap::max_send_wr),
+                    field(&core::QpCap::max_recv_wr, &burst_ctl_qp_cap::max_recv_wr),
+                    field(&core::QpCap::max_send_sge, &burst_ctl_qp_cap::max_send_sge),
+                    field(&core::QpCap::max_recv_sge, &burst_ctl_qp_cap::max_recv_sge),
+                    field(&core::QpCap::max_inline_data, &burst_ctl_qp_cap::max_inline_data));
 
-constexpr auto kAhFields = std::make_tuple(
-    field(&core::Address::sgid_index, &burst_ctl_ah::sgid_index),
-    field(&core::Address::hop_limit, &burst_ctl_ah::hop_limit),
-    field(&core::Address::traffic_class, &burst_ctl_ah::traffic_class),
-    field(&core::Address::flow_label, &burst_ctl_ah::flow_label),
-    field(&core::Address::vlan_id, &burst_ctl_ah::vlan_id));
+constexpr auto kAhFields =
+    std::make_tuple(field(&core::Address::sgid_index, &burst_ctl_ah::sgid_index),
+                    field(&core::Address::hop_limit, &burst_ctl_ah::hop_limit),
+                    field(&core::Address::traffic_class, &burst_ctl_ah::traffic_class),
+                    field(&core::Address::flow_label, &burst_ctl_ah::flow_label),
+                    field(&core::Address::vlan_id, &burst_ctl_ah::vlan_id));
 
 constexpr auto kAttrFields = std::make_tuple(
     field(&core::QpAttr::qkey, &burst_ctl_qp_attr::qkey),

@@ -31,7 +31,6 @@
 #include <sys/types.h>
 
 #include <cerrno>
-
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -40,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "abi/burst_ctl_proto.h"
 #include "core/verbs.h"
 #include "daemon/burstd/access.h"
 #include "daemon/burstd/app_memory.h"
@@ -47,7 +47,6 @@
 #include "daemon/burstd/shm_plane.h"
 #include "shm/layout.h"
 #include "shm/region.h"
-#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 
@@ -91,8 +90,8 @@ class Resources {
                 burst_ctl_create_cq_resp* resp, int* region_fd);
   int destroy_cq(uint32_t client, uint32_t handle);
   // *region_fd (-1 when the CQs have no rings) stays owned by burstd.
-  int create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
-                burst_ctl_create_qp_resp* resp, int* region_fd = nullptr);
+  int create_qp(uint32_t client, const burst_ctl_create_qp_req& req, burst_ctl_create_qp_resp* resp,
+                int* region_fd = nullptr);
   int modify_qp(uint32_t client, uint32_t handle, uint32_t mask, const burst_ctl_qp_attr& attr);
   int query_qp(uint32_t client, uint32_t handle, burst_ctl_query_qp_resp* resp);
   int destroy_qp(uint32_t client, uint32_t handle);
@@ -175,7 +174,7 @@ class Resources {
     int maps_fd = -1;          // its /proc/self/maps (-1: ATTACH_MEMORY not done)
     bool attached = false;     // ATTACH_MEMORY done
     bool revoked = false;
-    uint64_t mr_bytes = 0;     // sum of its MRs' bytes
+    uint64_t mr_bytes = 0;  // sum of its MRs' bytes
     std::shared_ptr<AsyncSink> async;
     std::map<uint32_t, Pd> pds;
     std::map<uint32_t, Cq> cqs;
@@ -233,9 +232,9 @@ class Resources {
   // The state of each QP of a QUERY_QPS page, one command per worker.
   void fill_qp_states(std::vector<burst_ctl_qp_info>* page);
   // A shared-memory region named prefix-handle holding `rings`, initialised.
-  static int make_ring_region(const char* prefix, burst_shm_region_kind region_kind, uint32_t handle,
-                              std::span<const shm::RingSpec> rings, shm::RegionLayout* layout,
-                              std::shared_ptr<shm::ShmRegion>* out);
+  static int make_ring_region(const char* prefix, burst_shm_region_kind region_kind,
+                              uint32_t handle, std::span<const shm::RingSpec> rings,
+                              shm::RegionLayout* layout, std::shared_ptr<shm::ShmRegion>* out);
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
@@ -245,7 +244,7 @@ class Resources {
   uint32_t timeout_ms_;
   UserLimits limits_;
   uint32_t next_worker_ = 0;
-  uint32_t next_srqn_ = 1;  // device-wide SRQ numbers (24 bits, doorbell handles)
+  uint32_t next_srqn_ = 1;           // device-wide SRQ numbers (24 bits, doorbell handles)
   std::deque<uint32_t> free_srqns_;  // destroyed ones, reused (oldest first) once all were used
   std::map<uint32_t, Client> clients_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker

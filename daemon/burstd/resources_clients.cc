@@ -108,9 +108,7 @@ int Resources::on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn)
   return e;
 }
 
-
-int Resources::on_worker_status(uint32_t w,
-                                const std::function<core::Status(WorkerBase&)>& fn) {
+int Resources::on_worker_status(uint32_t w, const std::function<core::Status(WorkerBase&)>& fn) {
   core::Status st;
   if (int e = on_worker(w, [&](WorkerBase& wk) { st = fn(wk); }); e != 0) return e;
   return st.to_errno();
@@ -249,8 +247,8 @@ int op_map_doorbell(Call& c) {
   const auto req = c.request<burst_ctl_map_doorbell_req>();
   c.what = "worker " + std::to_string(req.worker);
   int fd = -1, wake = -1;
-  if (int e = c.res.map_doorbell(c.s.id, req.worker, c.response<burst_ctl_map_doorbell_resp>(),
-                                 &fd, &wake);
+  if (int e = c.res.map_doorbell(c.s.id, req.worker, c.response<burst_ctl_map_doorbell_resp>(), &fd,
+                                 &wake);
       e != 0) {
     return e;
   }

@@ -19,7 +19,8 @@
 namespace burst::burstd {
 namespace {
 
-constexpr uint32_t kIbvAccessKnown = 0x1f;  // LOCAL_WRITE .. MW_BIND (ZERO_BASED and later: not supported)
+constexpr uint32_t kIbvAccessKnown =
+    0x1f;  // LOCAL_WRITE .. MW_BIND (ZERO_BASED and later: not supported)
 
 }  // namespace
 
@@ -42,9 +43,9 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
   if (c->revoked || !c->attached) return EACCES;
   if (int e = check_cap(*c, Object::kMr); e != 0) return e;
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t bytes =
-      req.length == 0 ? 0
-                      : ((req.addr + req.length + page - 1) & ~(page - 1)) - (req.addr & ~(page - 1));
+  const uint64_t bytes = req.length == 0 ? 0
+                                         : ((req.addr + req.length + page - 1) & ~(page - 1)) -
+                                               (req.addr & ~(page - 1));
   if (int e = charge_memlock(*c, bytes); e != 0) {
     BURSTD_DEBUG("client %u: REG_MR of %llu bytes over RLIMIT_MEMLOCK of pid %d", client,
                  static_cast<unsigned long long>(bytes), static_cast<int>(c->pid));
@@ -54,8 +55,8 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
   mr.pd = req.pd_handle;
   mr.bytes = bytes;
   const bool writable = (req.access & core::kAccessLocalWrite) != 0;
-  if (core::Status s = map_app_range(c->maps_fd, file_fd, req.addr, req.length, writable,
-                                     &mr.mapping);
+  if (core::Status s =
+          map_app_range(c->maps_fd, file_fd, req.addr, req.length, writable, &mr.mapping);
       !s.ok()) {
     BURSTD_DEBUG("client %u: REG_MR 0x%llx+%llu: %s", client,
                  static_cast<unsigned long long>(req.addr),
@@ -69,8 +70,8 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
     unmap_app_range(&mr.mapping);
     return EACCES;
   }
-  uint8_t* host = zero_copy ? mr.mapping.local
-                            : reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(req.addr));
+  uint8_t* host =
+      zero_copy ? mr.mapping.local : reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(req.addr));
   uint32_t lkey = 0, rkey = 0;
   core::Status s = device_.mrs().reg_mr(pd->second.pd, host, req.iova, req.length, req.access,
                                         &lkey, &rkey, zero_copy ? 0 : c->space);

@@ -56,7 +56,8 @@ int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
   spec.geom.entry_size = shm::RecvEntrySize(std::max<uint32_t>(got.max_sge, 1));
   std::shared_ptr<shm::ShmRegion> region;
   shm::RegionLayout layout;
-  int err = make_ring_region("burst-srq-", BURST_SHM_REGION_SRQ, srqn, {&spec, 1}, &layout, &region);
+  int err =
+      make_ring_region("burst-srq-", BURST_SHM_REGION_SRQ, srqn, {&spec, 1}, &layout, &region);
   if (err == 0) {
     ShmSrqBinding b;
     b.srqn = srqn;
