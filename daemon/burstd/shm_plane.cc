@@ -408,7 +408,8 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
       worked |= found;
     }
     for (auto& [qpn, q] : qps_) {
-      const bool found = drain_rq(engine, q) | drain_sq(engine, q);
+      const bool rq = drain_rq(engine, q);  // both rings, always
+      const bool found = drain_sq(engine, q) || rq;
       counters_.sweep_finds += found ? 1 : 0;
       worked |= found;
     }
