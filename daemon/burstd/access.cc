@@ -59,34 +59,31 @@ bool parse_id(const std::string& s, uint32_t* id) {
   return true;
 }
 
-}  // namespace
-
-bool resolve_user(const std::string& name, uid_t* uid) {
+// A numeric id, or the id of the named entry of the user or group database
+// (lookup: getpwnam_r or getgrnam_r; field: its id).
+template <class Entry, class Id>
+bool resolve_id(const std::string& name, int (*lookup)(const char*, Entry*, char*, size_t, Entry**),
+                Id Entry::*field, Id* out) {
   uint32_t id;
   if (parse_id(name, &id)) {
-    *uid = id;
+    *out = id;
     return true;
   }
-  passwd pw{}, *res = nullptr;
+  Entry e{}, *res = nullptr;
   std::vector<char> buf(16384);
-  if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &res) != 0 || res == nullptr)
-    return false;
-  *uid = pw.pw_uid;
+  if (lookup(name.c_str(), &e, buf.data(), buf.size(), &res) != 0 || res == nullptr) return false;
+  *out = e.*field;
   return true;
 }
 
+}  // namespace
+
+bool resolve_user(const std::string& name, uid_t* uid) {
+  return resolve_id(name, getpwnam_r, &passwd::pw_uid, uid);
+}
+
 bool resolve_group(const std::string& name, gid_t* gid) {
-  uint32_t id;
-  if (parse_id(name, &id)) {
-    *gid = id;
-    return true;
-  }
-  group gr{}, *res = nullptr;
-  std::vector<char> buf(16384);
-  if (getgrnam_r(name.c_str(), &gr, buf.data(), buf.size(), &res) != 0 || res == nullptr)
-    return false;
-  *gid = gr.gr_gid;
-  return true;
+  return resolve_id(name, getgrnam_r, &group::gr_gid, gid);
 }
 
 ProcessCreds read_creds(pid_t pid) {

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "daemon/burstd/log.h"
+#include "daemon/burstd/words.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "port/port.h"
 
@@ -57,206 +58,175 @@ int on_entry(void* user, const char* section, const char* name, const char* valu
   return 1;
 }
 
+constexpr Word<BackendKind> kBackends[] = {
+    {"xdp", BackendKind::kXdp}, {"loopback", BackendKind::kLoopback}, {"dpdk", BackendKind::kDpdk}};
+constexpr Word<XdpMode> kXdpModes[] = {
+    {"auto", XdpMode::kAuto}, {"native", XdpMode::kNative}, {"generic", XdpMode::kGeneric}};
+constexpr Word<ZeroCopy> kZeroCopy[] = {
+    {"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff}};
+constexpr Word<Hugepages> kHugepages[] = {
+    {"auto", Hugepages::kAuto}, {"on", Hugepages::kOn}, {"off", Hugepages::kOff}};
+constexpr Word<bool> kOnOff[] = {{"on", true}, {"off", false}};
+constexpr Word<uint8_t> kMemory[] = {{"cma", BURST_CTL_MEM_CMA}, {"shm", BURST_CTL_MEM_SHM}};
+
+// A key's parser: stores the value in its field, or returns false. A parser
+// that knows better than the row's `want` what went wrong says it in *error.
+using Parser = bool (*)(Config* c, const std::string& v, std::string* error);
+
+// A number in [Lo, Hi] (base Base) into Field.
+template <auto Field, uint32_t Lo, uint32_t Hi, int Base = 10>
+bool u32(Config* c, const std::string& v, std::string*) {
+  return parse_u32(v, Lo, Hi, Base, &(c->*Field));
+}
+
+// One of the table's words into Field.
+template <auto Field, const auto& Words>
+bool one_of(Config* c, const std::string& v, std::string*) {
+  return find_word(Words, v, &(c->*Field));
+}
+
+// A string that Valid accepts into Field.
+template <auto Field, bool (*Valid)(const std::string&)>
+bool text(Config* c, const std::string& v, std::string*) {
+  if (!Valid(v)) return false;
+  c->*Field = v;
+  return true;
+}
+
+bool any_text(const std::string&) { return true; }
+bool ifname(const std::string& v) { return v.size() < BURST_CTL_IFNAME_LEN; }
+bool socket_path(const std::string& v) {
+  return !v.empty() && v[0] == '/' && v.size() < BURST_CTL_PATH_LEN;
+}
+bool principal(const std::string& v) {
+  return v.find_first_of(" \t:/") == std::string::npos && v.size() <= 64;
+}
+bool devargs(const std::string& v) {
+  return !v.empty() && v.find_first_of(" \t") == std::string::npos;
+}
+bool log_level(const std::string& v) {
+  LogLevel l;
+  return parse_log_level(v, &l);
+}
+
+bool backend(Config* c, const std::string& v, std::string* error) {
+  BackendKind b;
+  if (!find_word(kBackends, v, &b)) return false;
+  if (b == BackendKind::kDpdk && !have_dpdk_backend()) {
+    *error =
+        "backend 'dpdk': " + port::missing_backend(port::Kind::kDpdk) + "; use xdp or loopback";
+    return false;
+  }
+  c->backend = b;
+  return true;
+}
+
+bool memory(Config* c, const std::string& v, std::string* error) {
+  if (v == "kmod") {
+    *error = "memory = kmod needs the kernel assistant, which is not available yet";
+    return false;
+  }
+  return find_word(kMemory, v, &c->memory_mode);
+}
+
+bool xdp_frames(Config* c, const std::string& v, std::string* error) {
+  return u32<&Config::xdp_frames, 512, (1u << 18)>(c, v, error) &&
+         (c->xdp_frames & (c->xdp_frames - 1)) == 0;
+}
+
+// One "a.b.c.d[/len]" of an address list, as "a.b.c.d/len".
+bool ipv4_prefix(std::string item, std::string* out) {
+  item.erase(0, item.find_first_not_of(" \t"));
+  item.erase(item.find_last_not_of(" \t") + 1);
+  const size_t slash = item.find('/');
+  in_addr a{};
+  uint32_t len = 32;
+  if (item.empty() || inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) != 1 ||
+      (slash != std::string::npos && !parse_u32(item.substr(slash + 1), 1, 32, 10, &len))) {
+    return false;
+  }
+  *out = item.substr(0, slash) + "/" + std::to_string(len);
+  return true;
+}
+
+bool addresses(Config* c, const std::string& v, std::string*) {
+  std::vector<std::string> list;
+  for (size_t pos = 0; pos <= v.size();) {
+    size_t comma = v.find(',', pos);
+    if (comma == std::string::npos) comma = v.size();
+    if (!ipv4_prefix(v.substr(pos, comma - pos), &list.emplace_back())) return false;
+    pos = comma + 1;
+  }
+  c->addresses = list;
+  return true;
+}
+
+static_assert(BURST_CTL_MAX_WORKERS == 64 && BURST_CTL_PATH_LEN == 108, "the messages below");
+
+struct Key {
+  const char* key;
+  Parser parse;
+  const char* want;  // "'key = value': expected <want>"
+};
+
+// clang-format off
+constexpr char kPrincipal[] = "a user or group name, or a numeric id";
+constexpr Key kKeys[] = {
+    {"netdev", text<&Config::netdev, ifname>, "an interface name (< 16 characters)"},
+    {"backend", backend, "xdp, dpdk or loopback"},
+    {"workers", u32<&Config::workers, 1, BURST_CTL_MAX_WORKERS>,
+     "a number of worker threads, 1..64"},
+    {"socket", text<&Config::socket_path, socket_path>, "an absolute path shorter than 108 bytes"},
+    {"socket_mode", u32<&Config::socket_mode, 0, 0777, 8>, "an octal mode like 0666"},
+    {"socket_owner", text<&Config::socket_owner, principal>, kPrincipal},
+    {"socket_group", text<&Config::socket_group, principal>, kPrincipal},
+    {"admin_group", text<&Config::admin_group, principal>, kPrincipal},
+    {"max_qps_per_user", u32<&Config::max_qps_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
+    {"max_cqs_per_user", u32<&Config::max_cqs_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
+    {"max_mrs_per_user", u32<&Config::max_mrs_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
+    {"max_pds_per_user", u32<&Config::max_pds_per_user, 0, (1u << 24)>, "0 (no cap) .. 16777216"},
+    {"client_check_ms", u32<&Config::client_check_ms, 10, 10'000>, "milliseconds, 10..10000"},
+    {"drop_caps", one_of<&Config::drop_caps, kOnOff>, "on or off"},
+    {"xdp_mode", one_of<&Config::xdp_mode, kXdpModes>, "auto, native or generic"},
+    {"zero_copy", one_of<&Config::zero_copy, kZeroCopy>, "auto, on or off"},
+    {"memory", memory, "cma or shm"},
+    {"mtu", u32<&Config::mtu, 576, 9000>, "an L3 MTU, 576..9000"},
+    {"window", u32<&Config::window_pkts, 16, (1u << 16)>, "packets, 16..65536"},
+    {"xdp_frames", xdp_frames, "a power of two, 512..262144"},
+    {"idle_sleep_max_us", u32<&Config::idle_sleep_max_us, 0, 100'000>, "microseconds, 0..100000"},
+    {"command_timeout_ms", u32<&Config::command_timeout_ms, 10, 60'000>, "milliseconds, 10..60000"},
+    {"max_clients", u32<&Config::max_clients, 1, 65'536>, "1..65536"},
+    {"dpdk_port", text<&Config::dpdk_port, devargs>,
+     "DPDK devargs without spaces (net_af_packet0,iface=eth0 or 0000:3b:00.0)"},
+    {"dpdk_eal", text<&Config::dpdk_eal, any_text>, ""},
+    {"dpdk_hugepages", one_of<&Config::dpdk_hugepages, kHugepages>, "auto, on or off"},
+    {"dpdk_flow", one_of<&Config::dpdk_flow, kOnOff>, "on or off"},
+    {"address", addresses,
+     "IPv4 addresses with prefix length, comma-separated (10.0.0.1/24); IPv6 needs neighbour "
+     "discovery, which burst does not do itself yet"},
+    {"log_level", text<&Config::log_level, log_level>, "error, warning, info or debug"},
+};
+// clang-format on
+
 }  // namespace
 
-const char* backend_kind_name(BackendKind b) {
-  switch (b) {
-    case BackendKind::kXdp:
-      return "xdp";
-    case BackendKind::kDpdk:
-      return "dpdk";
-    case BackendKind::kLoopback:
-      break;
-  }
-  return "loopback";
-}
+const char* backend_kind_name(BackendKind b) { return word_of(kBackends, b, "loopback"); }
+const char* xdp_mode_name(XdpMode m) { return word_of(kXdpModes, m, "auto"); }
+const char* zero_copy_name(ZeroCopy z) { return word_of(kZeroCopy, z, "auto"); }
 
 bool have_dpdk_backend() { return port::have_backend(port::Kind::kDpdk); }
 
-const char* xdp_mode_name(XdpMode m) {
-  switch (m) {
-    case XdpMode::kNative:
-      return "native";
-    case XdpMode::kGeneric:
-      return "generic";
-    case XdpMode::kAuto:
-      break;
-  }
-  return "auto";
-}
-
-const char* zero_copy_name(ZeroCopy z) {
-  switch (z) {
-    case ZeroCopy::kOn:
-      return "on";
-    case ZeroCopy::kOff:
-      return "off";
-    case ZeroCopy::kAuto:
-      break;
-  }
-  return "auto";
-}
-
 bool set_config_value(Config* c, const std::string& key, const std::string& value,
                       std::string* error) {
-  auto bad = [&](const std::string& want) {
-    *error = "'" + key + " = " + value + "': expected " + want;
-    return false;
-  };
-  if (key == "netdev") {
-    if (value.size() >= BURST_CTL_IFNAME_LEN) return bad("an interface name (< 16 characters)");
-    c->netdev = value;
-  } else if (key == "backend") {
-    if (value == "xdp") {
-      c->backend = BackendKind::kXdp;
-    } else if (value == "loopback") {
-      c->backend = BackendKind::kLoopback;
-    } else if (value == "dpdk") {
-      if (!have_dpdk_backend()) {
-        *error = "backend 'dpdk': " + port::missing_backend(port::Kind::kDpdk) +
-                 "; use xdp or loopback";
-        return false;
-      }
-      c->backend = BackendKind::kDpdk;
-    } else {
-      return bad("xdp, dpdk or loopback");
-    }
-  } else if (key == "workers") {
-    if (!parse_u32(value, 1, BURST_CTL_MAX_WORKERS, 10, &c->workers)) {
-      return bad("a number of worker threads, 1.." + std::to_string(BURST_CTL_MAX_WORKERS));
-    }
-  } else if (key == "socket") {
-    if (value.empty() || value[0] != '/' || value.size() >= BURST_CTL_PATH_LEN) {
-      return bad("an absolute path shorter than " + std::to_string(BURST_CTL_PATH_LEN) + " bytes");
-    }
-    c->socket_path = value;
-  } else if (key == "socket_mode") {
-    if (!parse_u32(value, 0, 0777, 8, &c->socket_mode)) return bad("an octal mode like 0666");
-  } else if (key == "socket_owner" || key == "socket_group" || key == "admin_group") {
-    if (value.find_first_of(" \t:/") != std::string::npos || value.size() > 64)
-      return bad("a user or group name, or a numeric id");
-    (key == "socket_owner" ? c->socket_owner
-     : key == "socket_group" ? c->socket_group
-                             : c->admin_group) = value;
-  } else if (key == "max_qps_per_user" || key == "max_cqs_per_user" ||
-             key == "max_mrs_per_user" || key == "max_pds_per_user") {
-    uint32_t* f = key == "max_qps_per_user"   ? &c->max_qps_per_user
-                  : key == "max_cqs_per_user" ? &c->max_cqs_per_user
-                  : key == "max_mrs_per_user" ? &c->max_mrs_per_user
-                                              : &c->max_pds_per_user;
-    if (!parse_u32(value, 0, 1u << 24, 10, f)) return bad("0 (no cap) .. 16777216");
-  } else if (key == "client_check_ms") {
-    if (!parse_u32(value, 10, 10'000, 10, &c->client_check_ms)) return bad("milliseconds, 10..10000");
-  } else if (key == "drop_caps") {
-    if (value == "on") {
-      c->drop_caps = true;
-    } else if (value == "off") {
-      c->drop_caps = false;
-    } else {
-      return bad("on or off");
-    }
-  } else if (key == "xdp_mode") {
-    if (value == "auto") {
-      c->xdp_mode = XdpMode::kAuto;
-    } else if (value == "native") {
-      c->xdp_mode = XdpMode::kNative;
-    } else if (value == "generic") {
-      c->xdp_mode = XdpMode::kGeneric;
-    } else {
-      return bad("auto, native or generic");
-    }
-  } else if (key == "zero_copy") {
-    if (value == "auto") {
-      c->zero_copy = ZeroCopy::kAuto;
-    } else if (value == "on") {
-      c->zero_copy = ZeroCopy::kOn;
-    } else if (value == "off") {
-      c->zero_copy = ZeroCopy::kOff;
-    } else {
-      return bad("auto, on or off");
-    }
-  } else if (key == "memory") {
-    if (value == "cma") {
-      c->memory_mode = BURST_CTL_MEM_CMA;
-    } else if (value == "shm") {
-      c->memory_mode = BURST_CTL_MEM_SHM;
-    } else if (value == "kmod") {
-      *error = "memory = kmod needs the kernel assistant, which is not available yet";
-      return false;
-    } else {
-      return bad("cma or shm");
-    }
-  } else if (key == "mtu") {
-    if (!parse_u32(value, 576, 9000, 10, &c->mtu)) return bad("an L3 MTU, 576..9000");
-  } else if (key == "window") {
-    if (!parse_u32(value, 16, 1u << 16, 10, &c->window_pkts)) return bad("packets, 16..65536");
-  } else if (key == "xdp_frames") {
-    if (!parse_u32(value, 512, 1u << 18, 10, &c->xdp_frames) || (c->xdp_frames & (c->xdp_frames - 1)))
-      return bad("a power of two, 512..262144");
-  } else if (key == "idle_sleep_max_us") {
-    if (!parse_u32(value, 0, 100'000, 10, &c->idle_sleep_max_us)) {
-      return bad("microseconds, 0..100000");
-    }
-  } else if (key == "command_timeout_ms") {
-    if (!parse_u32(value, 10, 60'000, 10, &c->command_timeout_ms)) {
-      return bad("milliseconds, 10..60000");
-    }
-  } else if (key == "max_clients") {
-    if (!parse_u32(value, 1, 65'536, 10, &c->max_clients)) return bad("1..65536");
-  } else if (key == "dpdk_port") {
-    if (value.empty() || value.find_first_of(" \t") != std::string::npos)
-      return bad("DPDK devargs without spaces (net_af_packet0,iface=eth0 or 0000:3b:00.0)");
-    c->dpdk_port = value;
-  } else if (key == "dpdk_eal") {
-    c->dpdk_eal = value;
-  } else if (key == "dpdk_hugepages") {
-    if (value == "auto") {
-      c->dpdk_hugepages = Hugepages::kAuto;
-    } else if (value == "on") {
-      c->dpdk_hugepages = Hugepages::kOn;
-    } else if (value == "off") {
-      c->dpdk_hugepages = Hugepages::kOff;
-    } else {
-      return bad("auto, on or off");
-    }
-  } else if (key == "dpdk_flow") {
-    if (value == "on") {
-      c->dpdk_flow = true;
-    } else if (value == "off") {
-      c->dpdk_flow = false;
-    } else {
-      return bad("on or off");
-    }
-  } else if (key == "address") {
-    std::vector<std::string> list;
-    size_t pos = 0;
-    while (pos <= value.size()) {
-      size_t comma = value.find(',', pos);
-      if (comma == std::string::npos) comma = value.size();
-      std::string item = value.substr(pos, comma - pos);
-      item.erase(0, item.find_first_not_of(" \t"));
-      item.erase(item.find_last_not_of(" \t") + 1);
-      const size_t slash = item.find('/');
-      in_addr a{};
-      uint32_t len = 32;
-      if (item.empty() || inet_pton(AF_INET, item.substr(0, slash).c_str(), &a) != 1 ||
-          (slash != std::string::npos &&
-           !parse_u32(item.substr(slash + 1), 1, 32, 10, &len)))
-        return bad("IPv4 addresses with prefix length, comma-separated (10.0.0.1/24); IPv6 "
-                   "needs neighbour discovery, which burst does not do itself yet");
-      list.push_back(item.substr(0, slash) + "/" + std::to_string(len));
-      pos = comma + 1;
-    }
-    c->addresses = list;
-  } else if (key == "log_level") {
-    LogLevel l;
-    if (!parse_log_level(value, &l)) return bad("error, warning, info or debug");
-    c->log_level = value;
-  } else {
-    *error = "unknown key '" + key + "'";
+  for (const Key& k : kKeys) {
+    if (key != k.key) continue;
+    std::string why;
+    if (k.parse(c, value, &why)) return true;
+    *error = !why.empty() ? why : "'" + key + " = " + value + "': expected " + k.want;
     return false;
   }
-  return true;
+  *error = "unknown key '" + key + "'";
+  return false;
 }
 
 bool load_config(const std::string& path, bool required, Config* c, bool* missing,

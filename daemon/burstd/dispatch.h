@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control protocol, server side: one Session per connection, one request in,
-// one response out. Framing and validation (ctl_codec), version negotiation,
-// HELLO-first, then the op handlers: queries (dispatch_query.cc) and resources
-// (Resources). Never trusts a request: a malformed one gets an error response;
-// one that does not speak the protocol at all (bad magic) also closes the
+// one response out. Generic over the op table (ctl_ops.h): framing (ctl_codec),
+// the op's row (size, descriptors, HELLO-first, version, revocation), its
+// handler (queries: dispatch_query.cc; objects: resources_*.cc), the framed
+// reply. Never trusts a request: a malformed one gets an error response; one
+// that does not speak the protocol at all (bad magic) also closes the
 // connection. Protocol errors are logged for the first few requests of a
 // session only (a hostile client cannot flood the log).
 //
@@ -16,10 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "abi/burst_ctl_proto.h"
 #include "daemon/burstd/config.h"
+#include "daemon/burstd/ctl_ops.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/resources.h"
-#include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
 namespace burst::burstd {
@@ -30,7 +32,7 @@ struct Session {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<gid_t> groups;  // SO_PEERGROUPS at accept (supplementary groups)
-  std::string name;  // from HELLO
+  std::string name;           // from HELLO
   bool hello = false;
   uint16_t version = 0;  // negotiated
   uint32_t requests = 0;
@@ -65,28 +67,19 @@ class Dispatcher {
   // credentials (Resources::check_clients).
   void check_clients() { (void)res_.check_clients(); }
 
- private:
-  // A zeroed response of len bytes with its header filled in (status 0).
-  template <class Resp>
-  Resp* start_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, size_t len) {
-    out->assign(len, 0);
-    auto* r = reinterpret_cast<Resp*>(out->data());
-    ctl::init_response(&r->hdr, req, static_cast<uint32_t>(len), 0);
-    return r;
-  }
-  void error_response(std::vector<uint8_t>* out, const burst_ctl_hdr& req, int err);
-  void protocol_error(Session& s, const char* what, uint16_t op, int err);
-
-  void hello(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
-  void query_status(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
-  void query_workers(const burst_ctl_hdr& h, std::vector<uint8_t>* out);
-  void query_counters(const burst_ctl_hdr& h, const uint8_t* msg, std::vector<uint8_t>* out);
-  void query_qps(const Session& s, const burst_ctl_hdr& h, const uint8_t* msg,
-                 std::vector<uint8_t>* out);
-  void resource_op(Session& s, const burst_ctl_hdr& h, const uint8_t* msg, int* in_fds,
-                   std::vector<uint8_t>* out, std::vector<int>* out_fds);
+  // For the handlers (ctl_ops.h).
+  const Config& config() const { return config_; }
+  Device& device() { return device_; }
+  uint64_t uptime_ms() const;
   // Root, or a member of admin_group: sees every client's resources.
   bool privileged(const Session& s) const;
+  // Logs a refused request (the first few of a session only).
+  void protocol_error(Session& s, const char* what, uint16_t op, int err);
+
+ private:
+  // The request's row checked against the session: 0 or an errno value.
+  int check_call(Session& s, const ctl::OpSpec& spec, const burst_ctl_hdr& h, size_t n_fds,
+                 bool too_many_fds);
 
   const Config& config_;
   Device& device_;

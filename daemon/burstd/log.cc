@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "daemon/burstd/words.h"
+
 namespace burst::burstd {
 namespace {
 
@@ -20,38 +22,16 @@ bool journal() {
   return j;
 }
 
-const char* level_word(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError:
-      return "error: ";
-    case LogLevel::kWarning:
-      return "warning: ";
-    case LogLevel::kDebug:
-      return "debug: ";
-    case LogLevel::kInfo:
-      break;
-  }
-  return "";
-}
+constexpr Word<LogLevel> kLevels[] = {{"error", LogLevel::kError},
+                                      {"warning", LogLevel::kWarning},
+                                      {"info", LogLevel::kInfo},
+                                      {"debug", LogLevel::kDebug}};
 
 }  // namespace
 
 void set_log_level(LogLevel level) { g_level.store(static_cast<int>(level)); }
 
-bool parse_log_level(const std::string& s, LogLevel* out) {
-  if (s == "error") {
-    *out = LogLevel::kError;
-  } else if (s == "warning") {
-    *out = LogLevel::kWarning;
-  } else if (s == "info") {
-    *out = LogLevel::kInfo;
-  } else if (s == "debug") {
-    *out = LogLevel::kDebug;
-  } else {
-    return false;
-  }
-  return true;
-}
+bool parse_log_level(const std::string& s, LogLevel* out) { return find_word(kLevels, s, out); }
 
 bool log_enabled(LogLevel level) {
   return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed);
@@ -60,7 +40,9 @@ bool log_enabled(LogLevel level) {
 void log(LogLevel level, const char* fmt, ...) {
   char line[2048];
   int n = journal() ? std::snprintf(line, sizeof(line), "<%d>", static_cast<int>(level))
-                    : std::snprintf(line, sizeof(line), "burstd: %s", level_word(level));
+          : level == LogLevel::kInfo
+              ? std::snprintf(line, sizeof(line), "burstd: ")
+              : std::snprintf(line, sizeof(line), "burstd: %s: ", word_of(kLevels, level, "?"));
   va_list ap;
   va_start(ap, fmt);
   const int m = std::vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);

@@ -21,25 +21,32 @@
 // ib_umem_get) unless it holds CAP_IPC_LOCK.
 //
 // Threading: control thread only (the closures it hands to workers run while it
-// waits for them).
+// waits for them). The member functions are defined per object:
+// resources_clients.cc (clients, handles, doorbells, async pipes),
+// resources_access.cc, resources_pd.cc, resources_cq.cc, resources_qp.cc,
+// resources_mr.cc, resources_ah.cc, resources_srq.cc, qp_attr_wire.cc; each
+// object's file also holds its control ops' handlers (ctl_ops.h).
 #pragma once
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "abi/burst_ctl_proto.h"
 #include "core/verbs.h"
 #include "daemon/burstd/access.h"
 #include "daemon/burstd/app_memory.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/shm_plane.h"
+#include "shm/layout.h"
 #include "shm/region.h"
-#include "abi/burst_ctl_proto.h"
 
 namespace burst::burstd {
 
@@ -83,8 +90,8 @@ class Resources {
                 burst_ctl_create_cq_resp* resp, int* region_fd);
   int destroy_cq(uint32_t client, uint32_t handle);
   // *region_fd (-1 when the CQs have no rings) stays owned by burstd.
-  int create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
-                burst_ctl_create_qp_resp* resp, int* region_fd = nullptr);
+  int create_qp(uint32_t client, const burst_ctl_create_qp_req& req, burst_ctl_create_qp_resp* resp,
+                int* region_fd = nullptr);
   int modify_qp(uint32_t client, uint32_t handle, uint32_t mask, const burst_ctl_qp_attr& attr);
   int query_qp(uint32_t client, uint32_t handle, burst_ctl_query_qp_resp* resp);
   int destroy_qp(uint32_t client, uint32_t handle);
@@ -167,7 +174,7 @@ class Resources {
     int maps_fd = -1;          // its /proc/self/maps (-1: ATTACH_MEMORY not done)
     bool attached = false;     // ATTACH_MEMORY done
     bool revoked = false;
-    uint64_t mr_bytes = 0;     // sum of its MRs' bytes
+    uint64_t mr_bytes = 0;  // sum of its MRs' bytes
     std::shared_ptr<AsyncSink> async;
     std::map<uint32_t, Pd> pds;
     std::map<uint32_t, Cq> cqs;
@@ -178,6 +185,33 @@ class Resources {
   };
 
   Client* find(uint32_t client);
+  // The client's object `handle` in one of its tables; nullptr (ENOENT) when
+  // the client or the object is unknown. *owner: the client (may be null).
+  template <class T>
+  T* find_object(uint32_t client, std::map<uint32_t, T> Client::*table, uint32_t handle,
+                 Client** owner = nullptr) {
+    Client* c = find(client);
+    if (owner != nullptr) *owner = c;
+    if (c == nullptr) return nullptr;
+    auto it = (c->*table).find(handle);
+    return it == (c->*table).end() ? nullptr : &it->second;
+  }
+  // The object `handle` that no QP uses any more, for destruction: 0, or
+  // ENOENT (unknown) / EBUSY (still used).
+  template <class T>
+  int find_unused(uint32_t client, std::map<uint32_t, T> Client::*table, uint32_t handle,
+                  Client** owner, T** out) {
+    *out = find_object(client, table, handle, owner);
+    if (*out == nullptr) return ENOENT;
+    return (*out)->refs != 0 ? EBUSY : 0;
+  }
+  // Objects of one kind over every client.
+  template <class T>
+  uint32_t count_objects(std::map<uint32_t, T> Client::*table) const {
+    uint32_t n = 0;
+    for (const auto& [id, c] : clients_) n += static_cast<uint32_t>((c.*table).size());
+    return n;
+  }
   uint32_t take_handle(Client& c);  // a handle the client does not use (never 0)
   uint32_t take_srqn();             // 0: every 24-bit number in use
   // Per-user caps and the memlock budget (0 or an errno value).
@@ -186,6 +220,21 @@ class Resources {
   int charge_memlock(const Client& c, uint64_t bytes) const;
   void close_memory(Client& c);  // detaches the space, closes the descriptors
   int on_worker(uint32_t w, const std::function<void(WorkerBase&)>& fn);
+  // fn on worker w (it must run there): the worker's errno, else fn's status as errno.
+  int on_worker_status(uint32_t w, const std::function<core::Status(WorkerBase&)>& fn);
+  // The QP's Engine objects on worker w: the CQs' shards there (made for the
+  // first QP that needs them; undone when the QP cannot be created) and the QP.
+  int create_qp_on_worker(uint32_t w, core::QpInitAttr init, Cq& send_cq, Cq& recv_cq,
+                          uint32_t* qpn, core::QpCap* cap);
+  // The application's SQ (+ RQ without an SRQ) rings of a new QP, bound on its worker.
+  int bind_qp_rings(uint32_t client, const burst_ctl_create_qp_req& req, uint32_t w, uint32_t qpn,
+                    const core::QpCap& cap, bool with_srq, std::shared_ptr<shm::ShmRegion>* out);
+  // The state of each QP of a QUERY_QPS page, one command per worker.
+  void fill_qp_states(std::vector<burst_ctl_qp_info>* page);
+  // A shared-memory region named prefix-handle holding `rings`, initialised.
+  static int make_ring_region(const char* prefix, burst_shm_region_kind region_kind,
+                              uint32_t handle, std::span<const shm::RingSpec> rings,
+                              shm::RegionLayout* layout, std::shared_ptr<shm::ShmRegion>* out);
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
@@ -195,7 +244,7 @@ class Resources {
   uint32_t timeout_ms_;
   UserLimits limits_;
   uint32_t next_worker_ = 0;
-  uint32_t next_srqn_ = 1;  // device-wide SRQ numbers (24 bits, doorbell handles)
+  uint32_t next_srqn_ = 1;           // device-wide SRQ numbers (24 bits, doorbell handles)
   std::deque<uint32_t> free_srqns_;  // destroyed ones, reused (oldest first) once all were used
   std::map<uint32_t, Client> clients_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Resources: the client's memory descriptors, revocation, per-user caps and
-// the memlock budget (resources.h, docs/security.md).
+// the memlock budget (resources.h, docs/security.md); the ATTACH_MEMORY handler.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/resources.h"
 
@@ -154,6 +156,16 @@ int Resources::charge_memlock(const Client& c, uint64_t bytes) const {
     if (o.pid == c.pid) used += o.mr_bytes;
   }
   return used + bytes > limit || used + bytes < used ? ENOMEM : 0;
+}
+
+int op_attach_memory(Call& c) {
+  const auto req = c.request<burst_ctl_attach_memory_req>();
+  const bool with_mem = (req.flags & BURST_CTL_ATTACH_F_MEM) != 0;
+  c.what = with_mem ? "maps + mem" : "maps only";
+  if ((req.flags & ~BURST_CTL_ATTACH_F_MEM) != 0 || req.reserved != 0) return EINVAL;
+  if (c.in_fds[0] < 0 || (c.in_fds[1] >= 0) != with_mem) return EBADF;
+  const int maps = c.take_fd(0);
+  return c.res.attach_memory(c.s.id, maps, with_mem ? c.take_fd(1) : -1);
 }
 
 }  // namespace burst::burstd

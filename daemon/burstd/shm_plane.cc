@@ -316,21 +316,44 @@ void ShmPlane::revoke_qp(core::Engine& engine, uint32_t qpn) {
   fail_qp(engine, q, true, 0, BURST_SHM_RING_ERR_REVOKED);
 }
 
-bool ShmPlane::drain_sq(core::Engine& engine, QpRings& q) {
-  if (q.failed) return false;
-  const uint32_t n = q.sq.Peek(kEntriesPerVisit);
+template <class Post>
+bool ShmPlane::drain_ring(core::Engine& engine, QpRings& q, bool send_side, Post&& post) {
+  shm::RingConsumer& ring = send_side ? q.sq : q.rq;
+  const uint32_t n = ring.Peek(kEntriesPerVisit);
   if (n == 0) {
-    if (q.sq.fault() != shm::RingFault::kNone) {
+    if (ring.fault() != shm::RingFault::kNone) {
       ++counters_.ring_faults;
-      fail_qp(engine, q, true, 0, BURST_SHM_RING_ERR_INDEX_OVERRUN);
+      fail_qp(engine, q, send_side, 0, BURST_SHM_RING_ERR_INDEX_OVERRUN);
     }
     return false;
   }
   uint32_t done = 0;
   for (; done < n; ++done) {
-    q.sq.CopyEntry(done, copy_.data());
+    ring.CopyEntry(done, copy_.data());
+    const core::Status s = post(copy_.data());
+    if (s.errc() == core::Errc::kNoMemory) break;  // Engine queue full: retry later
+    if (!s.ok()) {
+      ++counters_.bad_wqes;
+      ring.Release(done);
+      uint64_t wr_id;
+      std::memcpy(&wr_id,
+                  copy_.data() + (send_side ? offsetof(burst_shm_send_wqe, wr_id)
+                                            : offsetof(burst_shm_recv_wqe, wr_id)),
+                  sizeof(wr_id));
+      fail_qp(engine, q, send_side, wr_id, BURST_SHM_RING_ERR_BAD_ENTRY);
+      return true;
+    }
+  }
+  ring.Release(done);
+  (send_side ? counters_.send_wqes : counters_.recv_wqes) += done;
+  return done != 0;
+}
+
+bool ShmPlane::drain_sq(core::Engine& engine, QpRings& q) {
+  if (q.failed) return false;
+  return drain_ring(engine, q, true, [&](const uint8_t* entry) {
     shm::DecodedSendWqe d;
-    core::Status s = shm::DecodeSendWqe(copy_.data(), q.b.sq_limits, &d);
+    core::Status s = shm::DecodeSendWqe(entry, q.b.sq_limits, &d);
     if (s.ok() && (d.wr.send_flags & core::kSendInline) != 0) {
       // Inline bytes are read from this private copy at post time.
       d.wr.num_sge = d.inline_len != 0 ? 1 : 0;
@@ -341,51 +364,17 @@ bool ShmPlane::drain_sq(core::Engine& engine, QpRings& q) {
         s = core::Errc::kInvalid;  // not an address handle of this client
       }
     }
-    if (s.ok()) s = engine.post_send(q.b.qpn, d.wr);
-    if (s.errc() == core::Errc::kNoMemory) break;  // Engine SQ full: retry later
-    if (!s.ok()) {
-      ++counters_.bad_wqes;
-      q.sq.Release(done);
-      burst_shm_send_wqe hdr;
-      std::memcpy(&hdr, copy_.data(), sizeof(hdr));
-      fail_qp(engine, q, true, hdr.wr_id, BURST_SHM_RING_ERR_BAD_ENTRY);
-      return true;
-    }
-  }
-  q.sq.Release(done);
-  counters_.send_wqes += done;
-  return done != 0;
+    return s.ok() ? engine.post_send(q.b.qpn, d.wr) : s;
+  });
 }
 
 bool ShmPlane::drain_rq(core::Engine& engine, QpRings& q) {
   if (q.failed || q.b.rq_offset == 0) return false;
-  const uint32_t n = q.rq.Peek(kEntriesPerVisit);
-  if (n == 0) {
-    if (q.rq.fault() != shm::RingFault::kNone) {
-      ++counters_.ring_faults;
-      fail_qp(engine, q, false, 0, BURST_SHM_RING_ERR_INDEX_OVERRUN);
-    }
-    return false;
-  }
-  uint32_t done = 0;
-  for (; done < n; ++done) {
-    q.rq.CopyEntry(done, copy_.data());
+  return drain_ring(engine, q, false, [&](const uint8_t* entry) {
     core::RecvWr wr;
-    core::Status s = shm::DecodeRecvWqe(copy_.data(), q.b.rq_limits, &wr);
-    if (s.ok()) s = engine.post_recv(q.b.qpn, wr);
-    if (s.errc() == core::Errc::kNoMemory) break;
-    if (!s.ok()) {
-      ++counters_.bad_wqes;
-      q.rq.Release(done);
-      burst_shm_recv_wqe hdr;
-      std::memcpy(&hdr, copy_.data(), sizeof(hdr));
-      fail_qp(engine, q, false, hdr.wr_id, BURST_SHM_RING_ERR_BAD_ENTRY);
-      return true;
-    }
-  }
-  q.rq.Release(done);
-  counters_.recv_wqes += done;
-  return done != 0;
+    const core::Status s = shm::DecodeRecvWqe(entry, q.b.rq_limits, &wr);
+    return s.ok() ? engine.post_recv(q.b.qpn, wr) : s;
+  });
 }
 
 bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
@@ -419,7 +408,8 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
       worked |= found;
     }
     for (auto& [qpn, q] : qps_) {
-      const bool found = drain_rq(engine, q) | drain_sq(engine, q);
+      const bool rq = drain_rq(engine, q);  // both rings, always
+      const bool found = drain_sq(engine, q) || rq;
       counters_.sweep_finds += found ? 1 : 0;
       worked |= found;
     }

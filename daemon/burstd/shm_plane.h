@@ -216,6 +216,10 @@ class ShmPlane {
   };
   bool drain_srq(core::Engine& engine, SrqRing& s);
   void engine_events(core::Engine& engine);
+  // Worker thread: up to kEntriesPerVisit entries of one of q's rings, each
+  // copied out and handed to post(entry); a bad one fails the QP.
+  template <class Post>
+  bool drain_ring(core::Engine& engine, QpRings& q, bool send_side, Post&& post);
   bool drain_sq(core::Engine& engine, QpRings& q);
   bool drain_rq(core::Engine& engine, QpRings& q);
   void fail_qp(core::Engine& engine, QpRings& q, bool send_side, uint64_t wr_id,

@@ -2,6 +2,7 @@
 #include "daemon/ctl/ctl_codec.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace burst::ctl {
@@ -9,85 +10,48 @@ namespace {
 
 constexpr uint32_t kHdr = sizeof(burst_ctl_hdr);
 
-#define BURST_CTL_FIXED(OP, NAME, REQ, RESP) \
-  OpSpec { OP, NAME, sizeof(REQ), sizeof(RESP), 0, 0 }
-#define BURST_CTL_LIST(OP, NAME, REQ, RESP)                       \
-  OpSpec {                                                        \
-    OP, NAME, sizeof(REQ), sizeof(RESP), offsetof(RESP, entries), \
-        sizeof(static_cast<RESP*>(nullptr)->entries[0])           \
-  }
-
-constexpr OpSpec kOps[] = {
-    BURST_CTL_FIXED(BURST_CTL_OP_HELLO, "HELLO", burst_ctl_hello_req, burst_ctl_hello_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_QUERY_STATUS, "QUERY_STATUS", burst_ctl_query_status_req,
-                    burst_ctl_status_resp),
-    BURST_CTL_LIST(BURST_CTL_OP_QUERY_WORKERS, "QUERY_WORKERS", burst_ctl_query_workers_req,
-                   burst_ctl_workers_resp),
-    BURST_CTL_LIST(BURST_CTL_OP_QUERY_COUNTERS, "QUERY_COUNTERS", burst_ctl_query_counters_req,
-                   burst_ctl_counters_resp),
-    BURST_CTL_LIST(BURST_CTL_OP_QUERY_QPS, "QUERY_QPS", burst_ctl_query_qps_req,
-                   burst_ctl_qps_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_ALLOC_PD, "ALLOC_PD", burst_ctl_alloc_pd_req,
-                    burst_ctl_alloc_pd_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DEALLOC_PD, "DEALLOC_PD", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_CQ, "CREATE_CQ", burst_ctl_create_cq_req,
-                    burst_ctl_create_cq_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_CQ, "DESTROY_CQ", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_QP, "CREATE_QP", burst_ctl_create_qp_req,
-                    burst_ctl_create_qp_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_MODIFY_QP, "MODIFY_QP", burst_ctl_modify_qp_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_QUERY_QP, "QUERY_QP", burst_ctl_query_qp_req,
-                    burst_ctl_query_qp_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_QP, "DESTROY_QP", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_REG_MR, "REG_MR", burst_ctl_reg_mr_req, burst_ctl_reg_mr_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DEREG_MR, "DEREG_MR", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_MAP_DOORBELL, "MAP_DOORBELL", burst_ctl_map_doorbell_req,
-                    burst_ctl_map_doorbell_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_AH, "CREATE_AH", burst_ctl_create_ah_req,
-                    burst_ctl_create_ah_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_AH, "DESTROY_AH", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_SET_ASYNC_FD, "SET_ASYNC_FD", burst_ctl_set_async_fd_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_CREATE_SRQ, "CREATE_SRQ", burst_ctl_create_srq_req,
-                    burst_ctl_create_srq_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_DESTROY_SRQ, "DESTROY_SRQ", burst_ctl_handle_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_MODIFY_SRQ, "MODIFY_SRQ", burst_ctl_modify_srq_req,
-                    burst_ctl_empty_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_QUERY_SRQ, "QUERY_SRQ", burst_ctl_handle_req,
-                    burst_ctl_query_srq_resp),
-    BURST_CTL_FIXED(BURST_CTL_OP_ATTACH_MEMORY, "ATTACH_MEMORY", burst_ctl_attach_memory_req,
-                    burst_ctl_empty_resp),
-};
-
-#undef BURST_CTL_FIXED
-#undef BURST_CTL_LIST
-
-// The count field of a list response (at a fixed place per op).
-uint32_t list_count(uint16_t op, const uint8_t* msg) {
-  size_t off = 0;
-  switch (op) {
-    case BURST_CTL_OP_QUERY_WORKERS:
-      off = offsetof(burst_ctl_workers_resp, count);
-      break;
-    case BURST_CTL_OP_QUERY_COUNTERS:
-      off = offsetof(burst_ctl_counters_resp, count);
-      break;
-    case BURST_CTL_OP_QUERY_QPS:
-      off = offsetof(burst_ctl_qps_resp, count);
-      break;
-    default:
-      return 0;
-  }
+// The count field of a list response (at the offset its row gives).
+uint32_t list_count(const OpSpec& spec, const uint8_t* msg) {
   uint32_t count;
-  std::memcpy(&count, msg + off, sizeof(count));
+  std::memcpy(&count, msg + spec.count_offset, sizeof(count));
   return count;
+}
+
+// names[v], "unknown" past the end or where the table has no name.
+template <size_t N>
+const char* name_of(const char* const (&names)[N], unsigned v) {
+  return v < N && names[v] != nullptr ? names[v] : "unknown";
+}
+
+// Size, magic and length field of a received message (any op).
+RequestCheck check_frame(const void* msg, size_t len) {
+  RequestCheck r;
+  if (len < kHdr) {
+    r.error = EPROTO;
+    r.close = true;
+    return r;
+  }
+  burst_ctl_hdr h;
+  std::memcpy(&h, msg, kHdr);
+  r.op = h.op;
+  r.version = h.version;
+  r.request_id = h.request_id;
+  if (h.magic != BURST_CTL_MAGIC) {
+    r.error = EPROTO;
+    r.close = true;
+  } else if (len > BURST_CTL_MAX_MSG) {
+    r.error = EMSGSIZE;
+  } else if (h.length != len) {
+    r.error = EBADMSG;
+  }
+  return r;
+}
+
+// The request against its op's row (nullptr: unknown op): exact size, status 0.
+int check_body(const burst_ctl_hdr& h, size_t len, const OpSpec* spec) {
+  if (spec == nullptr) return EOPNOTSUPP;
+  if (len != spec->request_size) return EBADMSG;
+  return h.status != 0 ? EINVAL : 0;
 }
 
 }  // namespace
@@ -105,43 +69,11 @@ const char* op_name(uint16_t op) {
 }
 
 RequestCheck check_request(const void* msg, size_t len) {
-  RequestCheck r;
-  if (len < kHdr) {
-    r.error = EPROTO;
-    r.close = true;
-    return r;
-  }
+  RequestCheck r = check_frame(msg, len);
+  if (r.error != 0) return r;
   burst_ctl_hdr h;
   std::memcpy(&h, msg, kHdr);
-  r.op = h.op;
-  r.version = h.version;
-  r.request_id = h.request_id;
-  if (h.magic != BURST_CTL_MAGIC) {
-    r.error = EPROTO;
-    r.close = true;
-    return r;
-  }
-  if (len > BURST_CTL_MAX_MSG) {
-    r.error = EMSGSIZE;
-    return r;
-  }
-  if (h.length != len) {
-    r.error = EBADMSG;
-    return r;
-  }
-  const OpSpec* spec = find_op(h.op);
-  if (spec == nullptr) {
-    r.error = EOPNOTSUPP;
-    return r;
-  }
-  if (len != spec->request_size) {
-    r.error = EBADMSG;
-    return r;
-  }
-  if (h.status != 0) {
-    r.error = EINVAL;
-    return r;
-  }
+  r.error = check_body(h, len, find_op(h.op));
   return r;
 }
 
@@ -155,7 +87,7 @@ int check_response(const void* msg, size_t len, uint16_t op, uint64_t request_id
   if (h.status != 0 && op != BURST_CTL_OP_HELLO) return 0;
   if (spec->response_entries == 0) return len == spec->response_size ? 0 : EBADMSG;
   if (len < spec->response_entries) return EBADMSG;
-  const uint32_t count = list_count(op, static_cast<const uint8_t*>(msg));
+  const uint32_t count = list_count(*spec, static_cast<const uint8_t*>(msg));
   const uint32_t max = (spec->response_size - spec->response_entries) / spec->entry_size;
   if (count > max) return EBADMSG;
   return len == spec->response_entries + size_t{count} * spec->entry_size ? 0 : EBADMSG;
@@ -197,71 +129,37 @@ std::string get_str(const char* src, size_t cap) {
 }
 
 const char* backend_name(uint16_t backend) {
-  switch (backend) {
-    case BURST_CTL_BACKEND_LOOPBACK:
-      return "loopback";
-    case BURST_CTL_BACKEND_XDP:
-      return "xdp";
-    case BURST_CTL_BACKEND_DPDK:
-      return "dpdk";
-    default:
-      return "unknown";
-  }
+  static constexpr const char* kNames[] = {nullptr, "loopback", "xdp", "dpdk"};
+  static_assert(BURST_CTL_BACKEND_LOOPBACK == 1 && BURST_CTL_BACKEND_DPDK == 3);
+  return name_of(kNames, backend);
 }
 
 const char* xdp_mode_name(uint8_t mode) {
-  switch (mode) {
-    case BURST_CTL_XDP_NONE:
-      return "none";
-    case BURST_CTL_XDP_NATIVE:
-      return "native";
-    case BURST_CTL_XDP_GENERIC:
-      return "generic";
-    default:
-      return "unknown";
-  }
+  static constexpr const char* kNames[] = {"none", "native", "generic"};
+  static_assert(BURST_CTL_XDP_NONE == 0 && BURST_CTL_XDP_GENERIC == 2);
+  return name_of(kNames, mode);
 }
 
 const char* memory_mode_name(uint8_t mode) {
-  switch (mode) {
-    case BURST_CTL_MEM_CMA:
-      return "cma";
-    case BURST_CTL_MEM_SHM:
-      return "shm";
-    case BURST_CTL_MEM_KMOD:
-      return "kmod";
-    default:
-      return "unknown";
-  }
+  static constexpr const char* kNames[] = {nullptr, "cma", "shm", "kmod"};
+  static_assert(BURST_CTL_MEM_CMA == 1 && BURST_CTL_MEM_KMOD == 3);
+  return name_of(kNames, mode);
 }
 
 const char* port_state_name(uint8_t state) {
-  switch (state) {
-    case BURST_CTL_PORT_ACTIVE:
-      return "ACTIVE";
-    case BURST_CTL_PORT_DOWN:
-      return "DOWN";
-    default:
-      return "unknown";
-  }
+  static constexpr const char* kNames[] = {nullptr, "DOWN", nullptr, nullptr, "ACTIVE"};
+  static_assert(BURST_CTL_PORT_DOWN == 1 && BURST_CTL_PORT_ACTIVE == 4);
+  return name_of(kNames, state);
 }
 
 const char* qp_type_name(uint8_t type) {
-  switch (type) {
-    case 2:
-      return "RC";
-    case 3:
-      return "UC";
-    case 4:
-      return "UD";
-    default:
-      return "unknown";
-  }
+  static constexpr const char* kNames[] = {nullptr, nullptr, "RC", "UC", "UD"};  // IBV_QPT_*
+  return name_of(kNames, type);
 }
 
 const char* qp_state_name(uint8_t state) {
   static constexpr const char* kNames[] = {"RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"};
-  return state < sizeof(kNames) / sizeof(kNames[0]) ? kNames[state] : "unknown";
+  return name_of(kNames, state);
 }
 
 uint32_t mtu_bytes(uint8_t ibv_mtu) { return ibv_mtu >= 1 && ibv_mtu <= 5 ? 128u << ibv_mtu : 0; }

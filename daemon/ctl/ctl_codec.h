@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Encoding and validation helpers of the burst control protocol
-// (abi/burst_ctl_proto.h) for burstd, burstctl and tests: the op table, request
-// checks and the C++ face of the header framing in abi/burst_ctl_proto.h (which
-// the verbs provider uses directly). No dependencies beyond libc; nothing here
+// (abi/burst_ctl_proto.h) for burstd, burstctl and tests: the op table (kOps,
+// from the rows of daemon/ctl/ctl_ops.h), request checks and the C++ face of
+// the header framing in abi/burst_ctl_proto.h (which the verbs provider uses
+// directly). No dependencies beyond libc; nothing here
 // allocates except the string helpers.
 #pragma once
 
@@ -12,10 +13,19 @@
 #include <string_view>
 
 #include "abi/burst_ctl_proto.h"
+#include "daemon/ctl/ctl_ops.h"
 
 namespace burst::ctl {
 
-// What the protocol knows about one op.
+// Who may send an op (the NEEDS column of daemon/ctl/ctl_ops.h).
+enum class Needs : uint8_t {
+  kNothing,  // before HELLO (HELLO itself)
+  kSession,  // after HELLO, also once the client is revoked (tear down and look)
+  kLive,     // after HELLO, not once the client is revoked
+};
+
+// What the protocol knows about one op: the wire facts of its row in
+// daemon/ctl/ctl_ops.h (burstd's dispatcher pairs the row with its handler).
 struct OpSpec {
   uint16_t op;
   const char* name;           // "CREATE_QP"
@@ -23,9 +33,20 @@ struct OpSpec {
   uint32_t response_size;     // size of a successful response (list ops: the largest)
   uint32_t response_entries;  // list ops: offset of entries[] (0 for fixed responses)
   uint32_t entry_size;        // list ops: size of one entry
+  uint32_t count_offset;      // list ops: offset of the count field
+  uint8_t max_fds_in;         // descriptors a request may carry
+  uint8_t max_fds_out;        // descriptors a response carries
+  Needs needs;
 };
 
-// nullptr for an unknown op.
+// The one table of ops (daemon/ctl/ctl_ops.h); burstd's dispatcher pairs each
+// row with its handler (daemon/burstd/ctl_ops.cc).
+#define BURST_CTL_SPEC_ROW(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \
+  BURST_CTL_OP_SPEC(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS),
+inline constexpr OpSpec kOps[] = {BURST_CTL_OPS(BURST_CTL_SPEC_ROW)};
+#undef BURST_CTL_SPEC_ROW
+
+// The row of an op in kOps, nullptr for an unknown op.
 const OpSpec* find_op(uint16_t op);
 const char* op_name(uint16_t op);  // "unknown" for an unknown op
 
@@ -40,6 +61,8 @@ struct RequestCheck {
   uint16_t version = 0;
   uint64_t request_id = 0;
 };
+// The header (size, magic, length field), then the request against its op's
+// row (known op, exact size, status 0).
 RequestCheck check_request(const void* msg, size_t len);
 
 // Checks a response to the request (op, request_id) in msg[0, len): the header
