@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control protocol, server side: one Session per connection, one request in,
-// one response out. Generic over the op table (ctl_ops.h): framing (ctl_codec),
+// one response out. Generic over the op table (daemon/ctl/ctl_ops.h, handlers in ctl_handlers.h): framing (ctl_codec),
 // the op's row (size, descriptors, HELLO-first, version, revocation), its
 // handler (queries: dispatch_query.cc; objects: resources_*.cc), the framed
 // reply. Never trusts a request: a malformed one gets an error response; one
@@ -19,7 +19,7 @@
 
 #include "abi/burst_ctl_proto.h"
 #include "daemon/burstd/config.h"
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/resources.h"
 #include "daemon/ctl/ctl_codec.h"
@@ -67,7 +67,7 @@ class Dispatcher {
   // credentials (Resources::check_clients).
   void check_clients() { (void)res_.check_clients(); }
 
-  // For the handlers (ctl_ops.h).
+  // For the handlers (ctl_handlers.h).
   const Config& config() const { return config_; }
   Device& device() { return device_; }
   uint64_t uptime_ms() const;

@@ -25,7 +25,7 @@
 // resources_clients.cc (clients, handles, doorbells, async pipes),
 // resources_access.cc, resources_pd.cc, resources_cq.cc, resources_qp.cc,
 // resources_mr.cc, resources_ah.cc, resources_srq.cc, qp_attr_wire.cc; each
-// object's file also holds its control ops' handlers (ctl_ops.h).
+// object's file also holds its control ops' handlers (ctl_handlers.h).
 #pragma once
 
 #include <sys/types.h>

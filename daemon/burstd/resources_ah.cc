@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <string>
 
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/qp_attr_wire.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string>
 
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/resources.h"

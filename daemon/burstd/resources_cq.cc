@@ -8,7 +8,7 @@
 #include <string>
 
 #include "abi/burst_limits.h"
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/resources.h"
 

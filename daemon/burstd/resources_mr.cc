@@ -11,7 +11,7 @@
 
 #include "abi/burst_limits.h"
 #include "core/qp.h"
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/resources.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/qp.h"
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/qp_attr_wire.h"
 #include "daemon/burstd/resources.h"

@@ -40,7 +40,7 @@ struct OpSpec {
 };
 
 // The one table of ops (daemon/ctl/ctl_ops.h); burstd's dispatcher pairs each
-// row with its handler (daemon/burstd/ctl_ops.cc).
+// row with its handler (daemon/burstd/ctl_handlers.cc).
 #define BURST_CTL_SPEC_ROW(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS, HANDLER) \
   BURST_CTL_OP_SPEC(OP, REQ, RESP, SHAPE, FDS_IN, FDS_OUT, NEEDS),
 inline constexpr OpSpec kOps[] = {BURST_CTL_OPS(BURST_CTL_SPEC_ROW)};

@@ -2,7 +2,7 @@
 // The control protocol's one table of operations (abi/burst_ctl_proto.h): one
 // row per op. burstctl and the tests read its wire facts through ctl_codec
 // (ctl::find_op); burstd's dispatcher expands the same rows with their handlers
-// (daemon/burstd/ctl_ops.h). Adding an op: one row here, one handler in the
+// (daemon/burstd/ctl_handlers.h). Adding an op: one row here, one handler in the
 // file of the object it acts on.
 //
 // Columns:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // The rows of daemon/ctl/ctl_ops.h (ctl::kOps) with burstd's handlers.
-#include "daemon/burstd/ctl_ops.h"
+#include "daemon/burstd/ctl_handlers.h"
 
 #include <cstddef>
 #include <iterator>
