@@ -109,6 +109,7 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   o.local_ca_ack_delay = kLocalCaAckDelay;
   o.phys_port_cnt = 1;
   a.device_cap_flags_ex = o.device_cap_flags;
+  a.phys_port_cnt_ex = o.phys_port_cnt;
 
   // Copy only what the caller's structure holds (ibv_query_device passes
   // sizeof(struct ibv_device_attr)); zero what a newer caller has beyond ours.
@@ -336,7 +337,11 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
     release_context(ctx);
     return verb_error(e);
   }
-  ctx->vctx.context.num_comp_vectors = 1;
+  // Completion vectors, as rxe and siw report them (one per possible CPU). A
+  // vector is a hint: events of a CQ come from the burstd workers its QPs
+  // live on, whichever vector the CQ was created with.
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  ctx->vctx.context.num_comp_vectors = cpus > 0 ? static_cast<int>(cpus) : 1;
 
 #if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
   // Test hook (never in release packages): die between reserving a doorbell

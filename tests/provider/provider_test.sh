@@ -131,7 +131,7 @@ cat "$TMP/devinfo"
 check "devinfo" "$TMP/devinfo" $'^hca_id:\tburst0$'
 check "devinfo" "$TMP/devinfo" 'fw_ver:[[:space:]]+burst 0\.1$'
 check "devinfo" "$TMP/devinfo" 'atomic_cap:[[:space:]]+ATOMIC_HCA \(1\)'
-check "devinfo" "$TMP/devinfo" 'num_comp_vectors:[[:space:]]+1$'
+check "devinfo" "$TMP/devinfo" "num_comp_vectors:[[:space:]]+$(getconf _NPROCESSORS_CONF)\$"
 check "devinfo" "$TMP/devinfo" 'state:[[:space:]]+PORT_ACTIVE \(4\)'
 check "devinfo" "$TMP/devinfo" 'max_mtu:[[:space:]]+4096 \(5\)'
 check "devinfo" "$TMP/devinfo" 'active_mtu:[[:space:]]+1024 \(3\)'

@@ -14,6 +14,7 @@
 #include <infiniband/verbs.h>
 #include <net/if.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -73,9 +74,28 @@ TEST_F(VerbsProbe, QueryDeviceExRejectsUnknownInput) {
   ibv_device_attr_ex attr{};
   ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &attr), 0);
   EXPECT_EQ(attr.orig_attr.phys_port_cnt, 1);
+  EXPECT_EQ(attr.phys_port_cnt_ex, 1u);  // the same port count as the old field
   ibv_query_device_ex_input in{};
   in.comp_mask = 1;
   EXPECT_EQ(ibv_query_device_ex(ctx_, &in, &attr), EINVAL);
+}
+
+TEST_F(VerbsProbe, EveryCompVectorBelowTheCountWorks) {
+  // One completion vector per possible CPU (as rxe and siw); any vector below
+  // the count creates a CQ, the count itself and negative ones are EINVAL.
+  const long cpus = sysconf(_SC_NPROCESSORS_CONF);
+  ASSERT_GT(cpus, 0);
+  ASSERT_EQ(ctx_->num_comp_vectors, static_cast<int>(cpus));
+  for (int v = 0; v < ctx_->num_comp_vectors; ++v) {
+    ibv_cq* cq = ibv_create_cq(ctx_, 16, nullptr, nullptr, v);
+    ASSERT_NE(cq, nullptr) << "comp_vector " << v << ": " << strerror(errno);
+    EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  }
+  for (int v : {ctx_->num_comp_vectors, -1}) {
+    errno = 0;
+    EXPECT_EQ(ibv_create_cq(ctx_, 16, nullptr, nullptr, v), nullptr) << "comp_vector " << v;
+    EXPECT_EQ(errno, EINVAL);
+  }
 }
 
 TEST_F(VerbsProbe, PortIsActiveRoce) {
