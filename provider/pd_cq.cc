@@ -107,20 +107,14 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
   }
   if (attr->wc_flags & ~kWcFlags) return verb_error(EOPNOTSUPP);
   if (attr->cqe > to_context(ibctx)->limits.max_cqe) return verb_error(EINVAL);
-  // The event counters and channel are ibv_create_cq's business.
-  if (attr->channel != nullptr) return verb_error(EOPNOTSUPP);
   Cq* cq = make_cq(ibctx, static_cast<int>(attr->cqe), attr->channel,
                    static_cast<int>(attr->comp_vector));
   if (cq == nullptr) return nullptr;
-  // ibv_create_cq_ex calls the provider directly: what ibv_create_cq's
-  // wrapper does for a plain CQ is done here (no channel: rejected above).
+  // libibverbs' wrapper around this op (__lib_ibv_create_cq_ex) does what
+  // ibv_create_cq does for a plain CQ: context, the channel's reference,
+  // cq_context, event counters, mutex and cond (verbs_init_cq). The channel's
+  // peer went to burstd above: events flow as for a plain CQ.
   ibv_cq_ex& x = cq->vcq.cq_ex;
-  x.cq_context = attr->cq_context;
-  x.channel = nullptr;
-  x.comp_events_completed = 0;
-  x.async_events_completed = 0;
-  pthread_mutex_init(&x.mutex, nullptr);
-  pthread_cond_init(&x.cond, nullptr);
   x.comp_mask = 0;
   init_cq_ex_ops(cq);
   return &x;

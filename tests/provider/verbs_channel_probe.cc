@@ -11,6 +11,7 @@
 //   - a record written into the peer is what ibv_get_cq_event() reads: the
 //     CQ and its cq_context come back (a CQ made without the channel, so this
 //     checks the record format, not the provider's event path);
+//   - ibv_create_cq_ex takes a channel (a reference on it, events name the CQ);
 //   - ibv_destroy_comp_channel closes the peer too;
 //   - a child forked with a channel open can exec a program that does not use
 //     verbs at all, under the same LD_PRELOAD.
@@ -92,6 +93,33 @@ int main() {
         static_cast<void*>(ev_cq), ev_ctx, static_cast<void*>(cq), static_cast<void*>(&cq_ctx_tag));
   ibv_ack_cq_events(cq, 1);
   CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+
+  // ibv_create_cq_ex with the channel: burstd gets the channel's peer (the
+  // provider's event path), the CQ holds a reference on the channel (destroying
+  // the channel is EBUSY while it lives), and an event names the CQ and its
+  // cq_context like a plain CQ's.
+  ibv_cq_init_attr_ex cx{};
+  cx.cqe = 16;
+  cx.cq_context = &cq_ctx_tag;
+  cx.channel = ch2;
+  cx.comp_vector = 0;
+  ibv_cq_ex* cqx = ibv_create_cq_ex(ctx, &cx);
+  CHECK(cqx != nullptr, "ibv_create_cq_ex with a channel: %s", std::strerror(errno));
+  ibv_cq* xcq = ibv_cq_ex_to_cq(cqx);
+  CHECK(xcq->channel == ch2 && xcq->context == ctx && xcq->cq_context == &cq_ctx_tag,
+        "cq_ex channel %p context %p cq_context %p", static_cast<void*>(xcq->channel),
+        static_cast<void*>(xcq->context), xcq->cq_context);
+  CHECK(ibv_destroy_comp_channel(ch2) == EBUSY, "destroying a channel in use is not EBUSY");
+  CHECK(ibv_req_notify_cq(xcq, 0) == 0, "ibv_req_notify_cq on the cq_ex");
+  burst_shim_encode_cq_event(rec, reinterpret_cast<uintptr_t>(xcq));
+  CHECK(write(peer2, rec, sizeof(rec)) == static_cast<ssize_t>(sizeof(rec)), "write peer2: %s",
+        std::strerror(errno));
+  CHECK(ibv_get_cq_event(ch2, &ev_cq, &ev_ctx) == 0, "ibv_get_cq_event (cq_ex): %s",
+        std::strerror(errno));
+  CHECK(ev_cq == xcq && ev_ctx == &cq_ctx_tag, "cq_ex event for %p/%p",
+        static_cast<void*>(ev_cq), ev_ctx);
+  ibv_ack_cq_events(xcq, 1);
+  CHECK(ibv_destroy_cq(xcq) == 0, "ibv_destroy_cq (cq_ex)");
 
   // fork + exec of a program that knows nothing about verbs, channels open.
   const pid_t pid = fork();
