@@ -2,6 +2,7 @@
 #include "datapath/dpdk/dpdk_port.h"
 
 #include <pthread.h>
+#include <rte_alarm.h>
 #include <rte_bus.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
@@ -17,6 +18,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -159,6 +162,38 @@ void init_eal(const DpdkConfig& c, uint64_t memory_mb) {
 }
 
 std::string port_name(const std::string& devargs) { return devargs.substr(0, devargs.find(',')); }
+
+// Runs `fn` on the EAL interrupt thread (as an alarm callback, which that
+// thread runs between its other callbacks) and waits for it. False, without
+// running it, when no alarm can be set or the thread has not taken it within
+// kWait (the alarm is then cancelled; rte_eal_alarm_cancel waits for a
+// callback already running, so `call` is never used after we return).
+template <typename Fn>
+bool run_on_interrupt_thread(Fn& fn) {
+  struct Call {
+    Fn* fn = nullptr;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  } call;
+  call.fn = &fn;
+  const rte_eal_alarm_callback cb = [](void* arg) {
+    Call* c = static_cast<Call*>(arg);
+    (*c->fn)();
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->done = true;
+    c->cv.notify_one();
+  };
+  constexpr auto kWait = std::chrono::seconds(5);
+  if (rte_eal_alarm_set(1, cb, &call) != 0) return false;
+  std::unique_lock<std::mutex> lock(call.mu);
+  if (call.cv.wait_for(lock, kWait, [&call] { return call.done; })) return true;
+  lock.unlock();
+  if (rte_eal_alarm_cancel(cb, &call) > 0) return false;  // never ran
+  lock.lock();
+  call.cv.wait(lock, [&call] { return call.done; });  // ran meanwhile: done is set
+  return true;
+}
 
 }  // namespace
 
@@ -461,10 +496,19 @@ DpdkPort::~DpdkPort() {
     rte_flow_error err{};
     rte_flow_destroy(port_id_, f, &err);
   }
-  if (started_) rte_eth_dev_stop(port_id_);
   rte_eth_dev_info info{};
   const bool have_info = rte_eth_dev_info_get(port_id_, &info) == 0;
-  rte_eth_dev_close(port_id_);
+  auto stop_and_close = [this] {
+    if (started_) rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+  };
+  // net_memif runs its control channel on the EAL interrupt thread: when the
+  // peer goes away first (both ends of a run close at once), that thread's
+  // memif_disconnect() races ours in stop and then dereferences the port's
+  // private data that close has freed (a segfault in the interrupt thread).
+  // Stopping and closing from that thread puts the two in sequence: the
+  // control channel's callback is unregistered before it can run again.
+  if (driver_ != "net_memif" || !run_on_interrupt_thread(stop_and_close)) stop_and_close();
   if (probed_vdev_ && have_info && info.device != nullptr) rte_dev_remove(info.device);
   queues_.clear();
   for (rte_mempool* mp : pools_) rte_mempool_free(mp);
