@@ -10,11 +10,21 @@
 // into that worker's inbound SPSC ring (Handoff) and processed there; QP1 and
 // anything below the first QPN belong to worker 0.
 //
+// One-host loopback (enable_local_delivery; ports with a real wire): a built
+// frame whose destination MAC is the port's own never reaches the backend. It
+// is copied into the handoff ring of the worker owning its destination QPN
+// (ring(w, w) for this worker's own QPs), its transmit buffer is freed, and the
+// owner receives it like a wire frame (ICRC, PSNs, ACKs: the full transport),
+// as rxe_loopback does. A full ring drops it, counted (loop_full); the
+// transport recovers as from a loss. Cost per transmitted frame: one 6-byte
+// compare.
+//
 // Threading: a Worker, its Engine and its backend queue belong to one thread;
 // poll_once() must only be called from that thread.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -50,9 +60,11 @@ struct WorkerCounters {
   uint64_t tx_no_buffers = 0;  // the backend had no free tx buffer when the engine had work
   uint64_t tx_backlogged = 0;  // built frames the backend did not take at once (kept, retried)
   uint64_t handoff_out = 0;    // frames passed to the worker that owns their QP
-  uint64_t handoff_in = 0;     // frames received from other workers
+  uint64_t handoff_in = 0;     // frames taken from the rings (other workers', looped ones)
   uint64_t handoff_full = 0;   // frames dropped: the owner's inbound ring was full (the
                                // transport recovers them like a loss on the wire)
+  uint64_t looped = 0;         // built frames for the port's own MAC, delivered without the wire
+  uint64_t loop_full = 0;      // of those, dropped: the owner's ring was full (recovered as a loss)
 };
 
 template <datapath::Backend B>
@@ -65,11 +77,27 @@ class Worker {
   // Joins this worker to the other workers of its port; `index` must equal the
   // engine's qpn_offset and the handoff's worker count its qpn_stride.
   Worker(Engine& engine, B& port, Handoff* handoff, uint32_t index)
-      : engine_(engine), port_(port), handoff_(handoff), index_(index) {}
+      : engine_(engine),
+        port_(port),
+        handoff_(handoff),
+        index_(index),
+        multi_(handoff != nullptr && handoff->workers() > 1) {}
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
   ~Worker() {
     if (backlog_n_ > 0) port_.tx_free(backlog_ + backlog_head_, backlog_n_);
+  }
+
+  // Frames for the port's own MAC (EngineConfig::port.mac) go to the port's
+  // own receive path instead of the backend. Needs the handoff (the rings);
+  // before the first poll_once. Not for a backend that reflects by itself.
+  void enable_local_delivery() {
+    if (handoff_ == nullptr) return;
+    local_ = true;
+    // The rings are drained whole each iteration (take_handed); looping at
+    // most half a ring per iteration keeps them from filling in the common case.
+    loop_budget_ = handoff_->ring(index_, index_).capacity() / 2;
+    std::memcpy(own_mac_, engine_.config().port.mac.data(), sizeof(own_mac_));
   }
 
   // One iteration: receive a burst, run timers, transmit what the engine has.
@@ -82,7 +110,7 @@ class Worker {
     datapath::Frame rx[kBurst];
     const uint32_t n = port_.rx_burst(rx, kBurst);
     if (n > 0) {
-      if (handoff_ == nullptr) {
+      if (!multi_) {
         engine_.rx_burst(rx, n, now_ns);
       } else {
         datapath::Frame mine[kBurst];
@@ -94,7 +122,7 @@ class Worker {
       worked = true;
     }
     port_.refill();
-    if (handoff_ != nullptr) worked |= take_handed(now_ns);
+    if (multi_ || local_) worked |= take_handed(now_ns);
 
     engine_.tick(now_ns);
 
@@ -105,18 +133,25 @@ class Worker {
       // full burst taken and given back costs more than they do. A full first
       // round asks for a full burst next.
       uint32_t want = kFirstTxAlloc;
-      while (engine_.tx_pending()) {
+      uint32_t loop_room = loop_budget_;
+      // loop_room: frames this iteration may still loop; at 0 the rest waits
+      // for the next iteration, which drains the rings first.
+      while (loop_room > 0 && engine_.tx_pending()) {
         datapath::Frame tx[kBurst];
         const uint32_t got = port_.tx_alloc(tx, want);
         if (got == 0) {
           ++counters_.tx_no_buffers;
           break;
         }
-        const uint32_t built = engine_.tx_build(tx, got, now_ns);
+        uint32_t built = engine_.tx_build(tx, got, now_ns);
         if (built < got) port_.tx_free(tx + built, got - built);
         if (built == 0) break;
         want = kBurst;
         worked = true;
+        if (local_) {
+          built = loop_local(tx, built, &loop_room);
+          if (built == 0) continue;
+        }
         const uint32_t sent = port_.tx_burst(tx, built);
         ++counters_.tx_bursts;
         if (sent < built) {
@@ -171,23 +206,55 @@ class Worker {
     return k;
   }
 
-  // Processes frames other workers passed to this one.
+  // Takes the frames of a built burst addressed to the port's own MAC out of
+  // it: each is copied into its owner's ring and its buffer freed. Returns the
+  // count left in `tx` for the backend, in order.
+  // *room counts down the frames this iteration may still loop.
+  uint32_t loop_local(datapath::Frame* tx, uint32_t n, uint32_t* room) {
+    datapath::Frame done[kBurst];
+    uint32_t keep = 0;
+    uint32_t looped = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (std::memcmp(tx[i].data, own_mac_, sizeof(own_mac_)) != 0) {
+        tx[keep++] = tx[i];
+        continue;
+      }
+      uint32_t qpn;
+      uint32_t owner = index_;
+      if (wire::peek_dest_qpn(tx[i].data, tx[i].len, &qpn)) owner = owner_of(qpn);
+      if (!handoff_->ring(index_, owner).push(tx[i].data, tx[i].len)) ++counters_.loop_full;
+      done[looped++] = tx[i];
+    }
+    if (looped > 0) {
+      port_.tx_free(done, looped);
+      counters_.looped += looped;
+      *room = looped < *room ? *room - looped : 0;
+    }
+    return keep;
+  }
+
+  // Processes frames other workers passed to this one, and looped frames
+  // (this worker's own ring when local delivery is on).
   bool take_handed(uint64_t now_ns) {
     bool any = false;
     for (uint32_t from = 0; from < handoff_->workers(); ++from) {
-      if (from == index_) continue;
+      if (from == index_ && !local_) continue;
       SpscFrameRing& r = handoff_->ring(from, index_);
-      const uint8_t* ptrs[kBurst];
-      uint32_t lens[kBurst];
-      const uint32_t got = r.peek(ptrs, lens, kBurst);
-      if (got == 0) continue;
-      datapath::Frame f[kBurst];
-      for (uint32_t i = 0; i < got; ++i)
-        f[i] = datapath::Frame{const_cast<uint8_t*>(ptrs[i]), lens[i], lens[i], 0};
-      engine_.rx_burst(f, got, now_ns);  // reads the frames during the call only
-      r.release(got);
-      counters_.handoff_in += got;
-      any = true;
+      // The whole ring, at most its capacity (what was there when we came).
+      for (uint32_t taken = 0; taken < r.capacity();) {
+        const uint8_t* ptrs[kBurst];
+        uint32_t lens[kBurst];
+        const uint32_t got = r.peek(ptrs, lens, kBurst);
+        if (got == 0) break;
+        datapath::Frame f[kBurst];
+        for (uint32_t i = 0; i < got; ++i)
+          f[i] = datapath::Frame{const_cast<uint8_t*>(ptrs[i]), lens[i], lens[i], 0};
+        engine_.rx_burst(f, got, now_ns);  // reads the frames during the call only
+        r.release(got);
+        counters_.handoff_in += got;
+        taken += got;
+        any = true;
+      }
     }
     return any;
   }
@@ -196,6 +263,10 @@ class Worker {
   B& port_;
   Handoff* handoff_ = nullptr;
   uint32_t index_ = 0;
+  bool multi_ = false;  // several workers: received frames may belong to another
+  bool local_ = false;  // frames for own_mac_ loop to the receive path (enable_local_delivery)
+  uint32_t loop_budget_ = UINT32_MAX;  // most frames looped per iteration
+  uint8_t own_mac_[6] = {};
   datapath::Frame backlog_[kBurst];
   uint32_t backlog_head_ = 0;
   uint32_t backlog_n_ = 0;
