@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -33,14 +34,23 @@
 #include "core/wire/peek.h"
 #include "datapath/datapath.h"
 
+#include <unistd.h>
+
 namespace burst::core {
 
 // The handoff rings of one port: ring(from, to) carries frames that worker
 // `from` received for a QP of worker `to`. Created by the control plane before
 // the workers start; each ring has one producer and one consumer thread.
+//
+// A worker that sleeps when idle (burstd) is woken by a producer: it registers
+// an eventfd (set_wake_fd), says may_sleep() before sleeping and woke() after;
+// a producer calls wake(to) after pushing to `to`'s rings, which writes the
+// eventfd only when `to` sleeps (Dekker: each side stores, fences, then reads
+// the other's flag, so a frame is never left behind a sleeping worker).
 class Handoff {
  public:
-  Handoff(uint32_t workers, uint32_t slots, uint32_t slot_bytes) : workers_(workers) {
+  Handoff(uint32_t workers, uint32_t slots, uint32_t slot_bytes)
+      : workers_(workers), sleepers_(new Sleeper[workers]) {
     rings_.reserve(size_t{workers} * workers);
     for (uint32_t i = 0; i < workers * workers; ++i)
       rings_.push_back(std::make_unique<SpscFrameRing>(slots, slot_bytes));
@@ -48,9 +58,39 @@ class Handoff {
   uint32_t workers() const { return workers_; }
   SpscFrameRing& ring(uint32_t from, uint32_t to) { return *rings_[size_t{from} * workers_ + to]; }
 
+  // Control plane, before the workers start: worker w's wake descriptor.
+  void set_wake_fd(uint32_t w, int fd) { sleepers_[w].fd = fd; }
+  // Worker w, about to sleep: false (do not sleep) when a ring to w holds frames.
+  bool may_sleep(uint32_t w) {
+    sleepers_[w].sleeping.store(1, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    for (uint32_t from = 0; from < workers_; ++from) {
+      if (ring(from, w).readable()) {
+        sleepers_[w].sleeping.store(0, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    return true;
+  }
+  void woke(uint32_t w) { sleepers_[w].sleeping.store(0, std::memory_order_relaxed); }
+  // A producer, after pushing frames for worker w (once per burst).
+  void wake(uint32_t w) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    Sleeper& s = sleepers_[w];
+    if (s.sleeping.load(std::memory_order_relaxed) == 0 || s.fd < 0) return;
+    if (s.sleeping.exchange(0, std::memory_order_relaxed) == 0) return;
+    const uint64_t one = 1;
+    (void)!::write(s.fd, &one, sizeof(one));
+  }
+
  private:
+  struct alignas(64) Sleeper {
+    std::atomic<uint32_t> sleeping{0};  // written by worker w and its producers, read by both
+    int fd = -1;                        // set by the control plane before start
+  };
   uint32_t workers_;
   std::vector<std::unique_ptr<SpscFrameRing>> rings_;
+  std::unique_ptr<Sleeper[]> sleepers_;
 };
 
 struct WorkerCounters {
@@ -191,6 +231,7 @@ class Worker {
   // rest are copied to their owner's ring. Returns the count in `mine`.
   uint32_t hand_over(datapath::Frame* rx, uint32_t n, datapath::Frame* mine) {
     uint32_t k = 0;
+    uint64_t pushed = 0;  // owners given frames (bit w; bit 63 also for w >= 63)
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t qpn;
       uint32_t owner = index_;
@@ -199,10 +240,12 @@ class Worker {
         mine[k++] = rx[i];
       } else if (handoff_->ring(index_, owner).push(rx[i].data, rx[i].len)) {
         ++counters_.handoff_out;
+        pushed |= uint64_t{1} << (owner < 63 ? owner : 63);
       } else {
         ++counters_.handoff_full;
       }
     }
+    wake_owners(pushed);
     return k;
   }
 
@@ -214,6 +257,7 @@ class Worker {
     datapath::Frame done[kBurst];
     uint32_t keep = 0;
     uint32_t looped = 0;
+    uint64_t pushed = 0;  // as in hand_over
     for (uint32_t i = 0; i < n; ++i) {
       if (std::memcmp(tx[i].data, own_mac_, sizeof(own_mac_)) != 0) {
         tx[keep++] = tx[i];
@@ -222,15 +266,28 @@ class Worker {
       uint32_t qpn;
       uint32_t owner = index_;
       if (wire::peek_dest_qpn(tx[i].data, tx[i].len, &qpn)) owner = owner_of(qpn);
-      if (!handoff_->ring(index_, owner).push(tx[i].data, tx[i].len)) ++counters_.loop_full;
+      if (handoff_->ring(index_, owner).push(tx[i].data, tx[i].len)) {
+        if (owner != index_) pushed |= uint64_t{1} << (owner < 63 ? owner : 63);
+      } else {
+        ++counters_.loop_full;
+      }
       done[looped++] = tx[i];
     }
+    wake_owners(pushed);
     if (looped > 0) {
       port_.tx_free(done, looped);
       counters_.looped += looped;
       *room = looped < *room ? *room - looped : 0;
     }
     return keep;
+  }
+
+  // Wakes the owners in `pushed` (hand_over) if they sleep.
+  void wake_owners(uint64_t pushed) {
+    if (pushed == 0) return;
+    for (uint32_t w = 0; w < handoff_->workers(); ++w) {
+      if (w != index_ && (pushed >> (w < 63 ? w : 63)) & 1) handoff_->wake(w);
+    }
   }
 
   // Processes frames other workers passed to this one, and looped frames

@@ -6,6 +6,8 @@
 // on one worker or on two, move data with the whole transport; a ring too small
 // for a burst drops frames (counted) and the transport recovers them.
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <deque>
@@ -231,6 +233,32 @@ TEST(WorkerLoop, FullRingDropsAndTheTransportRecovers) {
   const core::WorkerCounters& c = p.loops[0]->counters();
   EXPECT_GT(c.loop_full, 0u);
   EXPECT_GT(p.engines[0]->counters().retransmitted_packets, 0u);
+}
+
+TEST(WorkerLoop, ProducerWakesASleepingOwner) {
+  core::Handoff h(2, 8, 64);
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  h.set_wake_fd(1, fd);
+  uint64_t v = 0;
+  const uint8_t frame[16] = {};
+  h.wake(1);  // not sleeping: no write
+  EXPECT_LT(read(fd, &v, sizeof(v)), 0);
+  ASSERT_TRUE(h.may_sleep(1));
+  ASSERT_TRUE(h.ring(0, 1).push(frame, sizeof(frame)));
+  h.wake(1);
+  EXPECT_EQ(read(fd, &v, sizeof(v)), 8);
+  h.wake(1);  // once per sleep
+  EXPECT_LT(read(fd, &v, sizeof(v)), 0);
+  h.woke(1);
+  EXPECT_FALSE(h.may_sleep(1)) << "a frame waits in ring (0, 1)";
+  const uint8_t* p[4];
+  uint32_t len[4];
+  ASSERT_EQ(h.ring(0, 1).peek(p, len, 4), 1u);
+  h.ring(0, 1).release(1);
+  EXPECT_TRUE(h.may_sleep(1));
+  h.woke(1);
+  close(fd);
 }
 
 TEST(WorkerLoop, OffByDefault) {
