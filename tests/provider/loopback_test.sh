@@ -12,8 +12,10 @@
 #   3. two burstd in ONE namespace A, on l0 (10.46.0.1) and l1 (10.46.0.2), the
 #      veths' peers bridged in B: burst0 -> burst1 resolves l1's MAC (a local
 #      address of another netdev) and goes over the wire through the bridge.
+# BURSTD_BACKEND=dpdk runs the same over net_af_packet (netns.provider_loopback_dpdk: parts one, bridge).
 #   A: l0 10.46.0.1/24, l1 10.46.0.2/24  <--veth-->  B: p0, p1 in bridge br0
 # Usage: loopback_test.sh BURSTCTL BURSTD [PARTS...]  (PARTS: one two bridge; default all)
+# BURSTD_BACKEND: xdp (default) or dpdk (net_af_packet on the same veth end).
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +35,8 @@ netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib
   skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
 for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
 
+BACKEND=${BURSTD_BACKEND:-xdp}
+TX_FRAMES=$([[ $BACKEND == xdp ]] && echo xsk.tx_frames || echo dpdk.tx_frames)
 netns_pair burst-loop
 REPORT=${BURST_LOOP_REPORT:-$TMP/report.txt}
 : >"$REPORT"
@@ -68,7 +72,7 @@ for _ in $(seq 50); do
 done
 
 start_burstd() {  # DEV SOCK LOG WORKERS
-  nsenter --net=/run/netns/"$NA" ${BURSTD_WRAP:-} "$BURSTD" --backend xdp --netdev "$1" \
+  nsenter --net=/run/netns/"$NA" ${BURSTD_WRAP:-} "$BURSTD" --backend "$BACKEND" --netdev "$1" \
     --workers "$4" --socket "$2" >"$3" 2>&1 &
   BURSTD_PID=$!
   BG_PIDS+=($!)
@@ -161,9 +165,9 @@ check_looped() {
   local looped full rx_now tx
   looped=$(counter "$2" worker.looped)
   full=$(counter "$2" worker.loop_full)
-  tx=$(counter "$2" xsk.tx_frames)
+  tx=$(counter "$2" "$TX_FRAMES")
   rx_now=$(p0_rx)
-  echo "$1: worker.looped=$looped worker.loop_full=$full xsk.tx_frames=$tx p0 rx $3 -> $rx_now" |
+  echo "$1: worker.looped=$looped worker.loop_full=$full $TX_FRAMES=$tx p0 rx $3 -> $rx_now" |
     tee -a "$REPORT"
   [[ ${looped:-0} -gt 1000 ]] || FAILED+=("$1-not-looped")
   [[ ${tx:-1} -eq 0 ]] || FAILED+=("$1-wire-frames")
@@ -207,9 +211,9 @@ if has bridge; then
   pair bridge-rc_pingpong 60 l1 "$S1" l0 "$S0" 10.46.0.2 ibv_rc_pingpong "${G1[@]}" -n 200 -- \
     ibv_rc_pingpong "${G1[@]}" -n 200
   for s in "$S0" "$S1"; do
-    tx=$(counter "$s" xsk.tx_frames)
+    tx=$(counter "$s" "$TX_FRAMES")
     looped=$(counter "$s" worker.looped)
-    echo "bridge $(basename "$s"): xsk.tx_frames=$tx worker.looped=$looped" | tee -a "$REPORT"
+    echo "bridge $(basename "$s"): $TX_FRAMES=$tx worker.looped=$looped" | tee -a "$REPORT"
     [[ ${tx:-0} -gt 1000 ]] || FAILED+=("bridge-$(basename "$s")-no-wire")
     [[ ${looped:-1} -eq 0 ]] || FAILED+=("bridge-$(basename "$s")-looped")
   done
