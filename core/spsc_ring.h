@@ -72,9 +72,7 @@ class SpscFrameRing {
 
   // Consumer: whether the producer has published frames not yet released
   // (reads the producer's index; for a decision to sleep, not per frame).
-  bool readable() const {
-    return shared_head_.load(std::memory_order_acquire) != cons_.tail_local;
-  }
+  bool readable() const { return shared_head_.load(std::memory_order_acquire) != cons_.tail_local; }
 
   uint32_t capacity() const { return mask_ + 1; }
 

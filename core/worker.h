@@ -23,8 +23,10 @@
 // poll_once() must only be called from that thread.
 #pragma once
 
-#include <cstdint>
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -33,8 +35,6 @@
 #include "core/spsc_ring.h"
 #include "core/wire/peek.h"
 #include "datapath/datapath.h"
-
-#include <unistd.h>
 
 namespace burst::core {
 

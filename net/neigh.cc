@@ -3,9 +3,9 @@
 
 #include <arpa/inet.h>
 #include <linux/neighbour.h>
-#include <net/if_arp.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>

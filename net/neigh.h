@@ -36,10 +36,11 @@
 //
 // Errors: EHOSTUNREACH for everything that means "cannot reach this GID through
 // this netdev" (no route, route through another netdev, non-unicast route,
-// local address of a netdev without a MAC, no answer within the timeout, FAILED entry), with a message
-// naming the destination, the next hop and the netdev. EPERM only for kNetlink
-// without CAP_NET_ADMIN. Blocking, bounded by timeout_ms (+ at most 2 s per
-// kernel request, which the kernel answers at once in practice).
+// an address of this host on a netdev without a MAC, no answer within the
+// timeout, FAILED entry), with a message naming the destination, the next hop
+// and the netdev. EPERM only for kNetlink without CAP_NET_ADMIN. Blocking,
+// bounded by timeout_ms (+ at most 2 s per kernel request, which the kernel
+// answers at once in practice).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,7 @@ struct ResolveInfo {  // how the answer was obtained (diagnostics, tests)
   Trigger used = Trigger::kAuto;  // the trigger used when triggered
   uint16_t state = 0;             // NUD_* of the entry that answered
   int elapsed_ms = 0;
-  uint32_t local_ifindex = 0;     // dst is an address of this host, held by this netdev
+  uint32_t local_ifindex = 0;  // dst is an address of this host, held by this netdev
 };
 
 Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out);

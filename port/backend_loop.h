@@ -28,10 +28,7 @@ class BackendLoop final : public WorkerLoop {
   // (core::Worker::enable_local_delivery): ports with a real wire.
   BackendLoop(std::unique_ptr<B> backend, core::Engine& engine, core::Handoff* handoff, uint32_t w,
               Stats stats, bool local_delivery)
-      : backend_(std::move(backend)),
-        worker_(engine, *backend_, handoff, w),
-        w_(w),
-        stats_(stats) {
+      : backend_(std::move(backend)), worker_(engine, *backend_, handoff, w), w_(w), stats_(stats) {
     if (local_delivery) worker_.enable_local_delivery();
   }
 

@@ -134,9 +134,10 @@ class Port {
   virtual Counters counters() const { return {}; }
   // The MAC of the next hop towards `dgid`, the workers running: the port's
   // own for one of its GIDs (the workers deliver such frames to their own
-  // receive path: one-host loopback) and on loopback, the ARP agent on a port without a netdev (fed by the
-  // workers), else the kernel's neighbour table. 0, or an errno value with
-  // *message.
+  // receive path: one-host loopback) and on loopback, the ARP agent on a port
+  // without a netdev (fed by the workers), else the kernel's neighbour table
+  // (an address of another local netdev: that netdev's MAC). 0, or an errno
+  // value with *message.
   virtual int resolve(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                       std::string* message) const;
   // The same before any worker runs: a port without a netdev polls its own

@@ -108,11 +108,11 @@ void connect(Qp& q, const Qp& peer) {
   a.qp_state = core::QpState::kInit;
   a.port_num = 1;
   a.qp_access_flags = core::kAccessLocalWrite | core::kAccessRemoteWrite;
-  ASSERT_TRUE(q.engine
-                  ->modify_qp(q.qpn, a,
-                              core::kQpState | core::kQpPkeyIndex | core::kQpPort |
-                                  core::kQpAccessFlags)
-                  .ok());
+  ASSERT_TRUE(
+      q.engine
+          ->modify_qp(q.qpn, a,
+                      core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpAccessFlags)
+          .ok());
   a = {};
   a.qp_state = core::QpState::kRtr;
   a.path_mtu = core::Mtu::k1024;
@@ -126,8 +126,7 @@ void connect(Qp& q, const Qp& peer) {
   ASSERT_TRUE(q.engine
                   ->modify_qp(q.qpn, a,
                               core::kQpState | core::kQpAv | core::kQpPathMtu | core::kQpDestQpn |
-                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic |
-                                  core::kQpMinRnrTimer)
+                                  core::kQpRqPsn | core::kQpMaxDestRdAtomic | core::kQpMinRnrTimer)
                   .ok());
   a = {};
   a.qp_state = core::QpState::kRts;
