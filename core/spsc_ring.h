@@ -70,6 +70,10 @@ class SpscFrameRing {
     cons_.tail.store(cons_.tail_local, std::memory_order_release);  // read by producer
   }
 
+  // Consumer: whether the producer has published frames not yet released
+  // (reads the producer's index; for a decision to sleep, not per frame).
+  bool readable() const { return shared_head_.load(std::memory_order_acquire) != cons_.tail_local; }
+
   uint32_t capacity() const { return mask_ + 1; }
 
  private:

@@ -5,6 +5,7 @@
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "core/enum_names.h"
+#include "net/netdev.h"
 #include "net/rtnl.h"
 
 namespace burst::net {
@@ -51,8 +53,10 @@ bool usable(const NeighRecord& n) {
   return (n.state & kValid) != 0 && n.has_lladdr;
 }
 
-// The route the kernel takes to dst; it must be unicast and leave through ifindex.
-Status lookup_route(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, RouteRecord* out) {
+// The route the kernel takes to dst; it must be unicast and leave through
+// ifindex, or (allow_local) be the local route of an address of this host.
+Status lookup_route(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, bool allow_local,
+                    RouteRecord* out) {
   const std::string d = format_gid(dst);
   alignas(nlmsghdr) char buf[kRequestBufSize];
   // A link-local destination only means something on one link: scope the lookup.
@@ -77,6 +81,7 @@ Status lookup_route(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, RouteRec
     }
   }
   if (!found) return Status::Error(EPROTO, "route lookup for " + d + ": no route in the reply");
+  if (out->type == RTN_LOCAL && allow_local) return Status::Ok();
   if (out->type == RTN_LOCAL) {
     return Status::Error(EHOSTUNREACH, d + " is an address of this host: loopback through " +
                                            netdev_label(ifindex) + " is not supported");
@@ -94,10 +99,45 @@ Status lookup_route(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, RouteRec
 }
 
 // Opens *rtnl (no multicast groups) and looks up the route to dst with it.
-Status route_toward(RtnlSocket* rtnl, uint32_t ifindex, const Gid& dst, RouteRecord* out) {
+Status route_toward(RtnlSocket* rtnl, uint32_t ifindex, const Gid& dst, bool allow_local,
+                    RouteRecord* out) {
   Status st = rtnl->open(0, false);
   if (!st.ok()) return st;
-  return lookup_route(*rtnl, ifindex, dst, out);
+  return lookup_route(*rtnl, ifindex, dst, allow_local, out);
+}
+
+// dst is an address of this host (RTN_LOCAL): the MAC of the Ethernet netdev
+// that holds it, as the kernel's address resolution does for a local
+// destination (rdma_translate_ip). Our own netdev: its own MAC (the frames loop
+// inside burst); another netdev of this namespace: its MAC, reached over the
+// wire out of ifindex as an RNIC would. An address of a netdev without an
+// Ethernet address (lo) is EHOSTUNREACH.
+Status resolve_local(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, MacAddr* out,
+                     uint32_t* owner) {
+  const std::string d = format_gid(dst);
+  alignas(nlmsghdr) char buf[kRequestBufSize];
+  *owner = 0;
+  Status st = rtnl.transact(
+      build_getaddr_dump(buf, gid_family(dst), 0),
+      [&](const nlmsghdr* nlh) {
+        AddrRecord a;
+        if (*owner == 0 && parse_addr(nlh, &a) && a.addr == dst) *owner = a.ifindex;
+      },
+      "address dump for " + d);
+  if (!st.ok()) return st;
+  if (*owner == 0) {
+    return Status::Error(EHOSTUNREACH, d + " is an address of this host that no netdev holds");
+  }
+  NetdevInfo nd;
+  st = query_netdev(rtnl, *owner, &nd);
+  if (!st.ok()) return st;
+  if (nd.link_type != ARPHRD_ETHER || (nd.flags & IFF_LOOPBACK) || nd.mac == MacAddr{}) {
+    return Status::Error(EHOSTUNREACH, d + " is an address of this host on " +
+                                           netdev_label(*owner) + ", which " +
+                                           netdev_label(ifindex) + " cannot reach");
+  }
+  *out = nd.mac;
+  return Status::Ok();
 }
 
 // *found = false when the kernel has no entry (ENOENT).
@@ -210,8 +250,14 @@ Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out,
 
   RtnlSocket rtnl;
   RouteRecord route;
-  Status st = route_toward(&rtnl, ifindex, dst, &route);
+  Status st = route_toward(&rtnl, ifindex, dst, true, &route);
   if (!st.ok()) return st;
+  if (route.type == RTN_LOCAL) {
+    ri.next_hop = dst;
+    ri.state = NUD_NOARP;
+    st = resolve_local(rtnl, ifindex, dst, out, &ri.local_ifindex);
+    return st.ok() ? finish(nullptr) : st;
+  }
   const Gid nh = route.has_gateway ? route.gateway : dst;
   ri.next_hop = nh;
   const std::string nh_text = format_gid(nh);
@@ -303,7 +349,7 @@ Status local_gid_for(uint32_t ifindex, const Gid& dst, Gid* src) {
   if (gid_is_zero(dst)) return Status::Error(EINVAL, "no source address for the zero GID");
   RtnlSocket rtnl;
   RouteRecord route;
-  Status st = route_toward(&rtnl, ifindex, dst, &route);
+  Status st = route_toward(&rtnl, ifindex, dst, false, &route);
   if (!st.ok()) return st;
   if (!route.has_prefsrc) {
     return Status::Error(EADDRNOTAVAIL, "no source address toward " + format_gid(dst) + " on " +

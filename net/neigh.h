@@ -12,6 +12,12 @@
 //      entry (REACHABLE, STALE, DELAY, PROBE, PERMANENT, with a MAC) answers
 //      at once; a STALE one is also kicked so the kernel re-confirms it, since
 //      burst's traffic bypasses the kernel and never confirms it by itself.
+//      A local route (the destination is an address of this host) answers
+//      with the MAC of the Ethernet netdev holding the address: this netdev's
+//      own (burst loops such frames to its own receive path), or another
+//      netdev's of this namespace (the frames leave through ifindex; the L2
+//      segment carries them to it), as the kernel's RDMA address resolution
+//      does. An address on a netdev without a MAC (lo) stays EHOSTUNREACH.
 //   4. Otherwise resolution is triggered and the table is watched (RTMGRP_NEIGH
 //      notifications plus a re-read every 50 ms) until the entry is usable,
 //      FAILED, or the timeout expires.
@@ -30,10 +36,11 @@
 //
 // Errors: EHOSTUNREACH for everything that means "cannot reach this GID through
 // this netdev" (no route, route through another netdev, non-unicast route,
-// local address, no answer within the timeout, FAILED entry), with a message
-// naming the destination, the next hop and the netdev. EPERM only for kNetlink
-// without CAP_NET_ADMIN. Blocking, bounded by timeout_ms (+ at most 2 s per
-// kernel request, which the kernel answers at once in practice).
+// an address of this host on a netdev without a MAC, no answer within the
+// timeout, FAILED entry), with a message naming the destination, the next hop
+// and the netdev. EPERM only for kNetlink without CAP_NET_ADMIN. Blocking,
+// bounded by timeout_ms (+ at most 2 s per kernel request, which the kernel
+// answers at once in practice).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +63,7 @@ struct ResolveInfo {  // how the answer was obtained (diagnostics, tests)
   Trigger used = Trigger::kAuto;  // the trigger used when triggered
   uint16_t state = 0;             // NUD_* of the entry that answered
   int elapsed_ms = 0;
+  uint32_t local_ifindex = 0;  // dst is an address of this host, held by this netdev
 };
 
 Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out);

@@ -24,12 +24,13 @@ class BackendLoop final : public WorkerLoop {
   // Names the queue ids and counters of worker `w`'s B (worker thread).
   using Stats = void (*)(B& backend, uint32_t w, std::vector<uint32_t>* ids, Counters* out);
 
+  // local_delivery: frames for the port's own MAC loop inside the worker
+  // (core::Worker::enable_local_delivery): ports with a real wire.
   BackendLoop(std::unique_ptr<B> backend, core::Engine& engine, core::Handoff* handoff, uint32_t w,
-              Stats stats)
-      : backend_(std::move(backend)),
-        worker_(engine, *backend_, handoff, w),
-        w_(w),
-        stats_(stats) {}
+              Stats stats, bool local_delivery)
+      : backend_(std::move(backend)), worker_(engine, *backend_, handoff, w), w_(w), stats_(stats) {
+    if (local_delivery) worker_.enable_local_delivery();
+  }
 
   void on_thread_start() override {
     if constexpr (requires(B& b) { b.queue(0).on_thread_start(); }) {

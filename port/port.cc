@@ -126,8 +126,20 @@ bool Port::link_up() const {
   return (nd.flags & IFF_UP) && (nd.flags & IFF_RUNNING);
 }
 
+bool Port::resolve_own(const net::Gid& dgid, net::MacAddr* mac) const {
+  if (net::gid_is_zero(dgid)) return false;
+  for (const net::Gid& g : info_.gids) {
+    if (g == dgid) {
+      *mac = info_.mac;
+      return true;
+    }
+  }
+  return false;
+}
+
 int Port::resolve(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                   std::string* message) const {
+  if (resolve_own(dgid, mac)) return 0;
   net::ResolveOptions opts;
   opts.timeout_ms = timeout_ms;
   net::ResolveInfo ri;

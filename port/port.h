@@ -133,9 +133,11 @@ class Port {
   // Port-level counters by name (steering program, DPDK port, ARP agent).
   virtual Counters counters() const { return {}; }
   // The MAC of the next hop towards `dgid`, the workers running: the port's
-  // own on loopback, the ARP agent on a port without a netdev (fed by the
-  // workers), else the kernel's neighbour table. 0, or an errno value with
-  // *message.
+  // own for one of its GIDs (the workers deliver such frames to their own
+  // receive path: one-host loopback) and on loopback, the ARP agent on a port
+  // without a netdev (fed by the workers), else the kernel's neighbour table
+  // (an address of another local netdev: that netdev's MAC). 0, or an errno
+  // value with *message.
   virtual int resolve(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                       std::string* message) const;
   // The same before any worker runs: a port without a netdev polls its own
@@ -149,6 +151,8 @@ class Port {
 
  protected:
   Port() = default;
+  // True (and *mac = the port's MAC) when dgid is one of the port's own GIDs.
+  bool resolve_own(const net::Gid& dgid, net::MacAddr* mac) const;
   // Fills the identity (MAC replaced by the port's), GIDs and the Handoff.
   void set_identity(const PortConfig& config, net::NetdevInfo identity, const net::MacAddr& mac,
                     uint32_t mtu);

@@ -90,7 +90,8 @@ class DpdkPortAssembly final : public Port {
 
   std::unique_ptr<WorkerLoop> make_loop(uint32_t w, core::Engine& engine) override {
     auto set = std::make_unique<Queues>(std::vector<datapath::DpdkQueue*>{&port_->queue(w)});
-    return std::make_unique<BackendLoop<Queues>>(std::move(set), engine, handoff(), w, queue_stats);
+    return std::make_unique<BackendLoop<Queues>>(std::move(set), engine, handoff(), w, queue_stats,
+                                                 true);
   }
 
   bool link_up() const override {
@@ -115,7 +116,7 @@ class DpdkPortAssembly final : public Port {
 
   int resolve(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
               std::string* message) const override {
-    if (!arp_) return Port::resolve(dgid, timeout_ms, mac, message);
+    if (!arp_ || resolve_own(dgid, mac)) return Port::resolve(dgid, timeout_ms, mac, message);
     if (int e = check_ipv4(dgid, message); e != 0) return e;
     datapath::ArpAgent::Mac m{};
     if (!arp_->resolve(net::gid_to_ipv4(dgid).s_addr, &m, timeout_ms, message)) return EHOSTUNREACH;
@@ -127,7 +128,7 @@ class DpdkPortAssembly final : public Port {
   // own requests) reach the agent, and send its requests every 200 ms.
   int resolve_unstarted(const net::Gid& dgid, int timeout_ms, const std::function<bool()>& cancel,
                         net::MacAddr* mac, std::string* message) override {
-    if (!arp_) return Port::resolve(dgid, timeout_ms, mac, message);
+    if (!arp_ || resolve_own(dgid, mac)) return Port::resolve(dgid, timeout_ms, mac, message);
     if (int e = check_ipv4(dgid, message); e != 0) return e;
     const uint32_t ip = net::gid_to_ipv4(dgid).s_addr;
     datapath::ArpAgent::Mac m{};

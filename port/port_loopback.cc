@@ -38,7 +38,8 @@ class LoopbackPort final : public Port {
               {"loopback.tx_full", p.counters().tx_full}};
     };
     return std::make_unique<BackendLoop<ReflectPort>>(
-        std::make_unique<ReflectPort>(info_.mtu + kEthHeader), engine, handoff(), w, stats);
+        std::make_unique<ReflectPort>(info_.mtu + kEthHeader), engine, handoff(), w, stats,
+        false);  // the ReflectPort is the wire: it hears every frame, faults included
   }
 
   int resolve(const net::Gid&, int, net::MacAddr* mac, std::string*) const override {

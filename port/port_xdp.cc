@@ -80,7 +80,7 @@ class XdpPortAssembly final : public Port {
     std::vector<datapath::XdpQueue*> mine;
     for (uint32_t q : info_.worker_queues[w]) mine.push_back(queues_[q].get());
     return std::make_unique<BackendLoop<Queues>>(std::make_unique<Queues>(std::move(mine)), engine,
-                                                 handoff(), w, queue_stats);
+                                                 handoff(), w, queue_stats, true);
   }
 
   Counters counters() const override {

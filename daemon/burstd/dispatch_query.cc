@@ -100,7 +100,9 @@ constexpr Field<L> kLoop[] = {{"worker.loops", &L::loops},
                               {"worker.tx_backlogged", &L::tx_backlogged},
                               {"worker.handoff_out", &L::handoff_out},
                               {"worker.handoff_in", &L::handoff_in},
-                              {"worker.handoff_full", &L::handoff_full}};
+                              {"worker.handoff_full", &L::handoff_full},
+                              {"worker.looped", &L::looped},
+                              {"worker.loop_full", &L::loop_full}};
 constexpr Field<WorkerStats> kWorker[] = {{"worker.idle_sleeps", &WorkerStats::idle_sleeps},
                                           {"worker.commands", &WorkerStats::commands}};
 

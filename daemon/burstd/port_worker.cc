@@ -132,6 +132,10 @@ void WorkerBase::back_off(bool worked) {
   // Sleep until the timeout (timers), a frame on an RX socket, or an
   // application's kick (its post found need_wakeup set).
   if (!plane_.prepare_sleep()) return;
+  if (handoff_ != nullptr && !handoff_->may_sleep(index_)) {
+    plane_.end_sleep();
+    return;
+  }
   pollfd pfds[1 + 16];
   nfds_t n = 0;
   if (wake_fd_ >= 0) pfds[n++] = pollfd{wake_fd_, POLLIN, 0};
@@ -143,6 +147,7 @@ void WorkerBase::back_off(bool worked) {
     uint64_t v;
     (void)!read(wake_fd_, &v, sizeof(v));
   }
+  if (handoff_ != nullptr) handoff_->woke(index_);
   plane_.end_sleep();
   ++idle_sleeps_;
 }

@@ -121,6 +121,9 @@ class WorkerBase {
   // Descriptors that end an idle sleep besides wake_fd (the backend's RX
   // sockets); set before start().
   std::vector<int> sleep_fds_;
+  // The port's handoff rings (nullptr: none): a sleep is skipped while they
+  // hold frames for this worker, and producers wake it; set before start().
+  core::Handoff* handoff_ = nullptr;
   bool drain_commands();              // worker thread; true when it ran any
   void back_off(bool worked);         // worker thread
   void base_stats(WorkerStats* out);  // worker thread
@@ -153,6 +156,8 @@ class PortWorker final : public WorkerBase {
         engine_(config, mrs, copier_),
         loop_(port.make_loop(index, engine_)) {
     sleep_fds_ = loop_->wait_fds();
+    handoff_ = port.handoff();  // frames from other workers (and looped ones) end a sleep
+    if (handoff_ != nullptr) handoff_->set_wake_fd(index, wake_fd());
   }
   ~PortWorker() override { stop(); }
 

@@ -11,7 +11,8 @@
 #      a forced netlink trigger says it needs CAP_NET_ADMIN; a STALE entry answers
 #      at once and is re-confirmed by the kernel.
 #   3. failures, each within its bound: silent on-link address (IPv4, IPv6), no
-#      route, route through another netdev, local address.
+#      route, route through another netdev, an address of lo; addresses of this
+#      host (own, another netdev's) resolve to their netdev's MAC.
 #   4. srcgid: the source the kernel picks and its GID index.
 #   5. watcher: adding / removing an address is seen; the new GID takes the next slot.
 # Usage: net_test.sh NET_PROBE
@@ -206,7 +207,13 @@ resolve_fail fd77::99 800 1500 "no neighbour discovery answer within 800 ms"
 resolve_fail 192.0.2.1 800 300 "no route to 192.0.2.1"
 resolve_fail 2001:db8::1 800 300 "no route to 2001:db8::1"
 resolve_fail 10.78.0.5 800 300 "leaves through 'vc', not 'va'"
-resolve_fail 10.77.0.1 800 300 "is an address of this host"
+resolve_fail 127.0.0.1 800 300 "is an address of this host on 'lo'"
+# Addresses of this host (one-host loopback): va's own resolve to va's MAC, vc's
+# (another netdev of the namespace) to vc's, without asking the neighbours.
+MAC_C=$(inA ip -o link show dev vc | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
+resolve_ok 10.77.0.1 "$MAC_A" false
+resolve_ok fd77::1 "$MAC_A" false
+resolve_ok 10.78.0.1 "$MAC_C" false
 # The failed neighbours do not break the good ones.
 resolve_ok 10.77.0.2 "$MAC_B" false
 
