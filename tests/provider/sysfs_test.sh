@@ -17,8 +17,9 @@
 #     a netdev attribute reads the same through the bind mounts, /sys/class is
 #     read-only; under `ip netns exec` (a /sys of the netns) device/net/v0 is
 #     the netns's v0;
-#   - unprivileged (nobody): the same through a user namespace, or, where user
-#     namespaces are not allowed, one warning line and SYSFS_PATH only;
+#   - unprivileged (nobody): the same through a user namespace; with neither
+#     CAP_SYS_ADMIN nor user namespaces (a user namespace limited to none
+#     nested): one warning line, SYSFS_PATH only, the command still runs;
 #   - --no-sysfs-mount: /sys untouched, libibverbs still finds burst0;
 #   - outside: no mount left, no /sys/class/infiniband;
 #   - ucx_info -d (when installed) lists burst0:1 and UCX finds the NIC directory;
@@ -223,6 +224,25 @@ if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-
   fi
 else
   echo "(skipped: no setpriv, or nobody cannot reach $BURSTCTL)"
+fi
+
+log "no CAP_SYS_ADMIN and no user namespace allowed: one warning, SYSFS_PATH only"
+# A user namespace whose own limit forbids nested ones, capabilities dropped.
+inns env TMPDIR="$TMP/tmpdir" timeout 60 unshare --user --map-root-user sh -c \
+  'echo 0 >/proc/sys/user/max_user_namespaces 2>/dev/null || { echo NO-LIMIT; exit 0; }
+   exec setpriv --bounding-set=-all --inh-caps=-all "$@"' \
+  sh "$BURSTCTL" run --netdev v0 -- sh -c 'ls -d /sys/class/infiniband 2>/dev/null; ibv_devices' \
+  >"$TMP/nons" 2>&1
+rc=$?
+cat "$TMP/nons"
+if grep -q '^NO-LIMIT$' "$TMP/nons" || { [[ $rc -ne 0 ]] && ! grep -q 'burstctl run' "$TMP/nons"; }; then
+  echo "(skipped: cannot make a user namespace that forbids nested ones here)"
+else
+  [[ $rc -eq 0 ]] || fail "burstctl run without any namespace exited $rc"
+  [[ $(grep -c '^burstctl run: warning: .*SYSFS_PATH' "$TMP/nons") -eq 1 ]] ||
+    fail "without any namespace: not exactly one warning line"
+  grep -q '^/sys/class/infiniband' "$TMP/nons" && fail "without any namespace: /sys/class/infiniband shown"
+  check "without any namespace: ibv_devices" "$TMP/nons" '^[[:space:]]+burst0[[:space:]]'
 fi
 
 if command -v ucx_info >/dev/null; then

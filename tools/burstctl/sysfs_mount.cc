@@ -47,9 +47,12 @@ Status enter_mount_ns(SysfsMountMode* mode) {
   } else {
     if (errno != EPERM) return sys_error("unshare(CLONE_NEWNS)");
     if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
-      return sys_error(
-          "unshare(CLONE_NEWNS) needs CAP_SYS_ADMIN, and a user namespace is not allowed "
-          "either: unshare(CLONE_NEWUSER)");
+      const int e = errno;
+      return Status::Error(
+          e, net::errno_message("unshare(CLONE_NEWNS) needs CAP_SYS_ADMIN, and a user namespace "
+                                "is not allowed either: unshare(CLONE_NEWUSER)",
+                                e) +
+                 (e == ENOSPC ? " (the user.max_user_namespaces limit)" : ""));
     }
     // setgroups first: an unprivileged gid_map needs it denied (missing before Linux 3.19).
     if (Status s = write_file("/proc/self/setgroups", "deny"); !s.ok() && s.code() != ENOENT) {
