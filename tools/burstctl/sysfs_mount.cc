@@ -58,13 +58,13 @@ Status enter_mount_ns(SysfsMountMode* mode) {
     if (Status s = write_file("/proc/self/setgroups", "deny"); !s.ok() && s.code() != ENOENT) {
       return s;
     }
-    if (Status s = write_file("/proc/self/uid_map", std::to_string(uid) + " " +
-                                                        std::to_string(uid) + " 1\n");
+    if (Status s = write_file("/proc/self/uid_map",
+                              std::to_string(uid) + " " + std::to_string(uid) + " 1\n");
         !s.ok()) {
       return s;
     }
-    if (Status s = write_file("/proc/self/gid_map", std::to_string(gid) + " " +
-                                                        std::to_string(gid) + " 1\n");
+    if (Status s = write_file("/proc/self/gid_map",
+                              std::to_string(gid) + " " + std::to_string(gid) + " 1\n");
         !s.ok()) {
       return s;
     }
@@ -137,24 +137,25 @@ Status merge_entry(const std::string& dir, const Entry& e, const std::string& to
   return copy_small_file(from, to);
 }
 
-// /sys/class/<name> as a directory of the original class's entries (if the
-// kernel has one; they win a name clash) and burst's.
+// /sys/class/<name> as a directory of burst's entries and the original
+// class's (the kernel's devices, or an enclosing burstctl run's). Burst's win a
+// name clash: the kernel's uverbsN never clash (burstctl picks a free N), an
+// enclosing run's burst0 or uverbsN would hide the device this run describes.
 Status merge_class(const std::string& orig_class, bool orig_exists, const std::string& ours,
                    const std::string& name) {
   const std::string at = std::string(kSysClass) + "/" + name;
   if (mkdir(at.c_str(), 0755) != 0) return sys_error("mkdir " + at);
   std::vector<Entry> entries;
-  if (orig_exists) {
-    if (Status s = list_dir(orig_class + "/" + name, &entries); !s.ok()) return s;
-    for (const Entry& e : entries) {
-      if (Status s = merge_entry(orig_class + "/" + name, e, at + "/" + e.name); !s.ok()) return s;
-    }
-  }
   if (Status s = list_dir(ours, &entries); !s.ok()) return s;
   for (const Entry& e : entries) {
-    struct stat st;
-    if (lstat((at + "/" + e.name).c_str(), &st) == 0) continue;  // the kernel's
     if (Status s = merge_entry(ours, e, at + "/" + e.name); !s.ok()) return s;
+  }
+  if (!orig_exists) return Status::Ok();
+  if (Status s = list_dir(orig_class + "/" + name, &entries); !s.ok()) return s;
+  for (const Entry& e : entries) {
+    struct stat st;
+    if (lstat((at + "/" + e.name).c_str(), &st) == 0) continue;  // burst's
+    if (Status s = merge_entry(orig_class + "/" + name, e, at + "/" + e.name); !s.ok()) return s;
   }
   return Status::Ok();
 }

@@ -12,9 +12,9 @@
 //      original class directories (so every relative symlink, such as
 //      class/net/eth0 -> ../../devices/..., resolves as before and devices
 //      that come and go still show), except infiniband and infiniband_verbs:
-//      directories of symlinks, the original entries (on a kernel with RDMA)
-//      plus burst's (absolute links into the tree); the tmpfs is then made
-//      read-only;
+//      directories of symlinks, burst's (absolute links into the tree) plus
+//      the original entries (a kernel with RDMA, an enclosing burstctl run);
+//      the tmpfs is then made read-only;
 //   3. on any failure in 2 the tmpfs is detached again, so the command sees
 //      /sys/class exactly as before.
 // Nothing is ever unmounted outside: the mounts die with the namespace.

@@ -103,8 +103,10 @@ bool parse_cpu_list(const std::string& text, std::vector<bool>* cpus) {
     }
     if (cpus->size() < static_cast<size_t>(hi) + 1) cpus->resize(hi + 1, false);
     for (long c = lo; c <= hi; ++c) (*cpus)[c] = true;
-    if (*p == ',') ++p;
-    else if (*p != '\0' && *p != '\n') return false;
+    if (*p == ',')
+      ++p;
+    else if (*p != '\0' && *p != '\n')
+      return false;
   }
   return true;
 }
@@ -171,9 +173,9 @@ std::string sysfs_rate(uint32_t speed_mbps) {
     int deci_gbps;  // per lane
   };
   static constexpr Speed kSpeeds[] = {
-      {BURST_IB_SPEED_SDR, "SDR", 25},  {BURST_IB_SPEED_DDR, "DDR", 50},
-      {BURST_IB_SPEED_QDR, "QDR", 100}, {BURST_IB_SPEED_FDR, "FDR", 140},
-      {BURST_IB_SPEED_EDR, "EDR", 250}, {BURST_IB_SPEED_HDR, "HDR", 500},
+      {BURST_IB_SPEED_SDR, "SDR", 25},   {BURST_IB_SPEED_DDR, "DDR", 50},
+      {BURST_IB_SPEED_QDR, "QDR", 100},  {BURST_IB_SPEED_FDR, "FDR", 140},
+      {BURST_IB_SPEED_EDR, "EDR", 250},  {BURST_IB_SPEED_HDR, "HDR", 500},
       {BURST_IB_SPEED_NDR, "NDR", 1000},
   };
   Speed s = kSpeeds[0];
@@ -192,8 +194,7 @@ SysfsNic describe_nic(const net::NetdevInfo& netdev, const std::string& sys_root
   nic.netdev_dir = netdev_dir(netdev, sys_root);
   const std::string devices = real_path(sys_root + "/devices") + "/";
   std::string cpus_text;
-  std::string dev =
-      nic.netdev_dir.empty() ? std::string() : real_path(nic.netdev_dir + "/device");
+  std::string dev = nic.netdev_dir.empty() ? std::string() : real_path(nic.netdev_dir + "/device");
   for (int level = 0; level < kParentLevels && dev.size() > devices.size() &&
                       dev.compare(0, devices.size(), devices) == 0;
        ++level) {

@@ -211,7 +211,8 @@ void nic_files(const std::string& nic_dir, const SysfsDevice& dev, std::vector<F
 Status remove_device(const std::string& root, const SysfsDevice& dev) {
   for (const std::string& old :
        {root + "/class/infiniband_verbs/" + dev.uverbs, root + "/class/infiniband/" + dev.ibdev,
-        sysfs_nic_dir(root, dev.ibdev), root + "/bus/burst/drivers/" BURST_DRIVER_NAME "/" + dev.ibdev}) {
+        sysfs_nic_dir(root, dev.ibdev),
+        root + "/bus/burst/drivers/" BURST_DRIVER_NAME "/" + dev.ibdev}) {
     if (Status s = remove_tree(old); !s.ok()) return s;
   }
   return Status::Ok();
@@ -244,8 +245,12 @@ Status write_sysfs_tree(const std::string& root, const SysfsDevice& dev) {
                                    port_rel + "/pkeys",
                                    port_rel + "/gid_attrs/types",
                                    port_rel + "/gid_attrs/ndevs"};
-  if (dev.nic.netdev_dir.empty()) dirs.push_back("devices/" + dev.ibdev + "/net/" + dev.netdev.name);
-  if (dev.nic.traffic_class >= 0) dirs.push_back(ib_rel + "/tc/" + std::to_string(BURST_PORT_NUM));
+  if (dev.nic.netdev_dir.empty()) {
+    dirs.push_back("devices/" + dev.ibdev + "/net/" + dev.netdev.name);
+  }
+  if (dev.nic.traffic_class >= 0) {
+    dirs.push_back(ib_rel + "/tc/" + std::to_string(BURST_PORT_NUM));
+  }
   for (const std::string& rel : dirs) {
     if (Status s = make_dirs(root, rel); !s.ok()) return s;
   }
