@@ -27,6 +27,30 @@
  *   class/infiniband/burst0/ports/1/gids/I         8 groups of 4 hex digits, I < GID table length
  *   class/infiniband/burst0/ports/1/gid_attrs/types/I  "RoCE v2" (every slot, used or not)
  *   class/infiniband/burst0/ports/1/gid_attrs/ndevs/I  netdev name (used slots only)
+ *   class/infiniband/burst0/ports/1/rate           "10 Gb/sec (1X QDR)" (the netdev's speed)
+ *   class/infiniband/burst0/tc/1/traffic_class     "Global tclass=N" (only when configured)
+ *
+ * As on a PCI RoCE NIC, class/infiniband/burst0 is a symlink to the IB device
+ * below its "device" (here <root>/devices/burst0, absolute, so that it
+ * resolves the same under $SYSFS_PATH and at /sys/class/infiniband):
+ *
+ *   devices/burst0/                       the NIC (what device/ resolves to)
+ *   devices/burst0/infiniband/burst0/     the IB device; its "device" is ../..
+ *   devices/burst0/numa_node              the netdev's device's, else "-1"
+ *   devices/burst0/local_cpus, local_cpulist   the netdev's device's, else every
+ *                                         possible CPU (kernel bitmap / list)
+ *   devices/burst0/vendor, device         BURST_VENDOR_ID, BURST_VENDOR_PART_ID ("0x%04x")
+ *   devices/burst0/driver                 -> ../../bus/burst/drivers/burst (basename
+ *                                         BURST_DRIVER_NAME: Open MPI fnmatches it)
+ *   devices/burst0/net/<ifname>           -> the netdev's /sys directory, or a
+ *                                         directory with ifindex and address
+ *                                         when this /sys does not show it
+ *   class/infiniband_verbs/uverbsN/device -> devices/burst0 (absolute)
+ * No device/modalias (libibverbs then matches the provider by name) and no
+ * subsystem link (not a PCI function: NCCL attaches the NIC to the first CPU).
+ *
+ * `burstctl run` shows the tree at /sys/class/infiniband{,_verbs} too, in a
+ * private mount namespace (docs/sysfs.md), for consumers that ignore SYSFS_PATH.
  *
  * The provider reads the netdev name from ndevs/0 (the default GID's netdev)
  * and node_guid / sys_image_guid from their files.
@@ -68,6 +92,8 @@
 #define BURST_BOARD_ID "burst soft-RoCE"
 
 #define BURST_GID_TYPE_ROCE_V2 "RoCE v2"
+/* The basename of devices/<ibdev>/driver (Open MPI: opal_common_ucx_devices). */
+#define BURST_DRIVER_NAME "burst"
 #define BURST_NETDEV_FILE "ports/1/gid_attrs/ndevs/0"
 
 /* The most header bytes a RoCEv2 packet with a full MTU of payload carries
@@ -89,6 +115,50 @@ static inline uint8_t burst_ib_mtu_for_netdev(uint32_t netdev_mtu) {
     ib_mtu = e;
   }
   return ib_mtu;
+}
+
+/* ibv_port_attr.active_width / active_speed (IBA PortInfo encodings) of a
+ * port on an Ethernet link of this speed: the width x lane speed pair that
+ * comes closest without exceeding it, the way Linux reports RoCE ports
+ * (unknown or below 5 Gb/s: 1X SDR). The provider reports it in
+ * ibv_query_port; the sysfs tree writes it as ports/1/rate. */
+#define BURST_IB_WIDTH_1X 1
+#define BURST_IB_WIDTH_4X 2
+#define BURST_IB_SPEED_SDR 1   /* 2.5 Gb/s per lane */
+#define BURST_IB_SPEED_DDR 2   /* 5 */
+#define BURST_IB_SPEED_QDR 4   /* 10 */
+#define BURST_IB_SPEED_FDR 16  /* 14 */
+#define BURST_IB_SPEED_EDR 32  /* 25 */
+#define BURST_IB_SPEED_HDR 64  /* 50 */
+#define BURST_IB_SPEED_NDR 128 /* 100 */
+
+struct burst_ib_width_speed {
+  uint8_t width;
+  uint8_t speed;
+};
+
+static inline struct burst_ib_width_speed burst_eth_width_speed(uint32_t mbps) {
+  static const struct {
+    uint32_t min_mbps;
+    struct burst_ib_width_speed ws;
+  } rows[] = {
+      {400000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_NDR}},
+      {200000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_HDR}},
+      {100000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_EDR}},
+      {56000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_FDR}},
+      {50000, {BURST_IB_WIDTH_1X, BURST_IB_SPEED_HDR}},
+      {40000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_QDR}},
+      {25000, {BURST_IB_WIDTH_1X, BURST_IB_SPEED_EDR}},
+      {20000, {BURST_IB_WIDTH_4X, BURST_IB_SPEED_DDR}},
+      {14000, {BURST_IB_WIDTH_1X, BURST_IB_SPEED_FDR}},
+      {10000, {BURST_IB_WIDTH_1X, BURST_IB_SPEED_QDR}},
+      {5000, {BURST_IB_WIDTH_1X, BURST_IB_SPEED_DDR}},
+  };
+  struct burst_ib_width_speed sdr = {BURST_IB_WIDTH_1X, BURST_IB_SPEED_SDR};
+  for (unsigned i = 0; i < sizeof(rows) / sizeof(rows[0]); ++i) {
+    if (mbps >= rows[i].min_mbps) return rows[i].ws;
+  }
+  return sdr;
 }
 
 #endif /* BURST_ABI_BURST_DEVICE_H_ */

@@ -31,44 +31,8 @@ namespace {
 constexpr uint64_t kPageSizeCap = 0xfffff000;  // 4 KiB pages and every larger power of two
 constexpr uint8_t kLocalCaAckDelay = 15;       // IBA encoding: 4.096 us * 2^15 ~ 134 ms
 
-// ibv_port_attr.active_width / active_speed encodings (IBA PortInfo).
-constexpr uint8_t kWidth1x = 1;
-constexpr uint8_t kWidth4x = 2;
-constexpr uint8_t kSpeedSdr = 1;    // 2.5 Gb/s per lane
-constexpr uint8_t kSpeedDdr = 2;    // 5
-constexpr uint8_t kSpeedQdr = 4;    // 10
-constexpr uint8_t kSpeedFdr = 16;   // 14
-constexpr uint8_t kSpeedEdr = 32;   // 25
-constexpr uint8_t kSpeedHdr = 64;   // 50
-constexpr uint8_t kSpeedNdr = 128;  // 100
 constexpr uint8_t kPortPhysStateDisabled = 3;
 constexpr uint8_t kPortPhysStateLinkUp = 5;
-
-struct WidthSpeed {
-  uint8_t width;
-  uint8_t speed;
-};
-
-// An Ethernet link speed as the IBA width x speed pair that comes closest
-// without exceeding it (the way Linux reports RoCE ports). Unknown: 1X SDR.
-WidthSpeed eth_width_speed(uint32_t mbps) {
-  struct Row {
-    uint32_t min_mbps;
-    WidthSpeed ws;
-  };
-  static constexpr Row kRows[] = {
-      {400000, {kWidth4x, kSpeedNdr}}, {200000, {kWidth4x, kSpeedHdr}},
-      {100000, {kWidth4x, kSpeedEdr}}, {56000, {kWidth4x, kSpeedFdr}},
-      {50000, {kWidth1x, kSpeedHdr}},  {40000, {kWidth4x, kSpeedQdr}},
-      {25000, {kWidth1x, kSpeedEdr}},  {20000, {kWidth4x, kSpeedDdr}},
-      {14000, {kWidth1x, kSpeedFdr}},  {10000, {kWidth1x, kSpeedQdr}},
-      {5000, {kWidth1x, kSpeedDdr}},
-  };
-  for (const Row& r : kRows) {
-    if (mbps >= r.min_mbps) return r.ws;
-  }
-  return {kWidth1x, kSpeedSdr};
-}
 
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
                     ibv_device_attr_ex* attr, size_t attr_size) {
@@ -136,7 +100,7 @@ int query_port(ibv_context* ctx, uint8_t port_num, ibv_port_attr* attr) {
   attr->max_msg_sz = to_context(ctx)->limits.max_msg_sz;
   attr->pkey_tbl_len = BURST_PKEY_TABLE_LEN;
   attr->max_vl_num = 1;  // VL0 only
-  const WidthSpeed ws = eth_width_speed(nd.speed_mbps);
+  const burst_ib_width_speed ws = burst_eth_width_speed(nd.speed_mbps);
   attr->active_width = ws.width;
   attr->active_speed = ws.speed;
   attr->link_layer = IBV_LINK_LAYER_ETHERNET;

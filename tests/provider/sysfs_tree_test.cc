@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <net/if.h>
 #include <net/if_arp.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,26 @@ std::string slurp(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
+}
+
+bool is_link(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+std::string real(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? buf : "";
+}
+
+std::string link_target(const std::string& path) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+  return n < 0 ? "" : std::string(buf, n);
+}
+
+void put(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
 }
 
 net::NetdevInfo veth(std::initializer_list<const char*> v4, std::initializer_list<const char*> v6) {
@@ -96,6 +117,7 @@ TEST_F(SysfsTree, LayoutLibibverbsReads) {
   ASSERT_TRUE(write_sysfs_tree(root_, d).ok());
 
   EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/abi_version"), "6\n");
+  EXPECT_FALSE(exists(root_ + "/class/infiniband_verbs/uverbs3/device/modalias"));
   EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/uverbs3/ibdev"), "burst0\n");
   EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/uverbs3/abi_version"), "1\n");
   EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/uverbs3/dev"), "1:7\n");
@@ -133,6 +155,147 @@ TEST_F(SysfsTree, DownNetdevGivesDownPort) {
   ASSERT_TRUE(write_sysfs_tree(root_, describe_device(nd, "burst0", "uverbs0")).ok());
   EXPECT_EQ(slurp(port_ + "/state"), "1: DOWN\n");
   EXPECT_EQ(slurp(port_ + "/phys_state"), "3: Disabled\n");
+}
+
+// The shape of a PCI RoCE NIC: what UCX, NCCL, Open MPI and Mooncake resolve.
+TEST_F(SysfsTree, DeviceLooksLikeAPciRoceNic) {
+  SysfsDevice d = describe_device(veth({"10.44.0.1"}, {}), "burst0", "uverbs3", root_ + "/nosys");
+  ASSERT_TRUE(write_sysfs_tree(root_, d).ok());
+  const std::string nic = root_ + "/devices/burst0";
+  EXPECT_EQ(sysfs_nic_dir(root_, "burst0"), nic);
+  EXPECT_EQ(sysfs_ib_dir(root_, "burst0"), nic + "/infiniband/burst0");
+  // class/infiniband/burst0 is a symlink into the device, as the kernel makes it.
+  EXPECT_TRUE(is_link(ib_));
+  EXPECT_EQ(link_target(ib_), nic + "/infiniband/burst0");
+  EXPECT_EQ(real(ib_ + "/device"), nic);         // NCCL: realpath(.../device)
+  EXPECT_EQ(real(ib_ + "/../.."), nic);          // Mooncake: realpath(.../../..)
+  EXPECT_EQ(real(root_ + "/class/infiniband_verbs/uverbs3/device"), nic);
+  // Open MPI fnmatches the basename of readlink(device/driver).
+  EXPECT_EQ(link_target(ib_ + "/device/driver"), "../../bus/burst/drivers/burst");
+  EXPECT_EQ(real(ib_ + "/device/driver"), root_ + "/bus/burst/drivers/burst");
+  EXPECT_EQ(real(root_ + "/bus/burst/drivers/burst/burst0"), nic);
+  // UCX: numa_node, local_cpus; realpath(ibdev)/../.. holds "device", vendor.
+  EXPECT_EQ(slurp(ib_ + "/device/numa_node"), "-1\n");
+  EXPECT_FALSE(slurp(ib_ + "/device/local_cpus").empty());
+  EXPECT_FALSE(slurp(ib_ + "/device/local_cpulist").empty());
+  EXPECT_EQ(slurp(ib_ + "/device/vendor"), "0x627374\n");
+  EXPECT_EQ(slurp(ib_ + "/device/device"), "0x0001\n");
+  EXPECT_FALSE(exists(ib_ + "/device/modalias"));  // libibverbs matches burst0 by name
+  EXPECT_FALSE(exists(ib_ + "/device/subsystem"));  // not a PCI function
+  // The netdev this /sys does not show: its name, index and MAC.
+  EXPECT_FALSE(is_link(ib_ + "/device/net/v0"));
+  EXPECT_EQ(slurp(ib_ + "/device/net/v0/ifindex"), "7\n");
+  EXPECT_EQ(slurp(ib_ + "/device/net/v0/address"), "02:00:00:00:00:01\n");
+  EXPECT_EQ(slurp(port_ + "/rate"), "2.5 Gb/sec (1X SDR)\n");  // no ethtool speed
+  EXPECT_EQ(slurp(port_ + "/gid_attrs/types/1"), "RoCE v2\n");
+  EXPECT_EQ(slurp(port_ + "/gid_attrs/ndevs/1"), "v0\n");
+  EXPECT_FALSE(exists(ib_ + "/tc"));  // as upstream kernels: no tc/ unless configured
+}
+
+TEST_F(SysfsTree, TrafficClassWhenConfigured) {
+  SysfsDevice d = describe_device(veth({}, {}), "burst0", "uverbs0", root_ + "/nosys");
+  d.nic.traffic_class = 106;
+  ASSERT_TRUE(write_sysfs_tree(root_, d).ok());
+  EXPECT_EQ(slurp(ib_ + "/tc/1/traffic_class"), "Global tclass=106\n");  // UCX master's sscanf
+}
+
+TEST_F(SysfsTree, RootMustBeAbsolute) {
+  SysfsDevice d = describe_device(veth({}, {}), "burst0", "uverbs0", root_ + "/nosys");
+  EXPECT_EQ(write_sysfs_tree("relative/dir", d).code(), EINVAL);
+}
+
+// A fake /sys: class/net/v0 -> a virtio NIC whose PCI function has the locality.
+class FakeSys : public SysfsTree {
+ protected:
+  void SetUp() override {
+    SysfsTree::SetUp();
+    sys_ = root_ + "/sys";
+    pci_ = sys_ + "/devices/pci0000:00/0000:00:03.0";
+    netdev_ = pci_ + "/virtio2/net/v0";
+    ASSERT_EQ(system(("mkdir -p " + netdev_ + " " + sys_ + "/class/net " + sys_ +
+                      "/devices/system/cpu")
+                         .c_str()),
+              0);
+    ASSERT_EQ(symlink("../../devices/pci0000:00/0000:00:03.0/virtio2/net/v0",
+                      (sys_ + "/class/net/v0").c_str()),
+              0);
+    ASSERT_EQ(symlink("../../../virtio2", (netdev_ + "/device").c_str()), 0);
+    put(netdev_ + "/ifindex", "7\n");
+    put(netdev_ + "/address", "02:00:00:00:00:01\n");
+    put(pci_ + "/numa_node", "1\n");
+    put(pci_ + "/local_cpus", "00000000,000000f0\n");
+    put(sys_ + "/devices/system/cpu/possible", "0-5\n");
+  }
+  std::string sys_, pci_, netdev_;
+};
+
+TEST_F(FakeSys, LocalityFromTheNetdevsDevice) {
+  const SysfsNic nic = describe_nic(veth({}, {}), sys_);
+  EXPECT_EQ(nic.netdev_dir, real(netdev_));
+  EXPECT_EQ(nic.numa_node, 1);                      // from the virtio device's PCI parent
+  EXPECT_EQ(nic.local_cpus, "00000000,000000f0");  // as the kernel printed it
+  EXPECT_EQ(nic.local_cpulist, "4-7");
+
+  SysfsDevice d = describe_device(veth({}, {}), "burst0", "uverbs0", sys_);
+  ASSERT_TRUE(write_sysfs_tree(root_, d).ok());
+  EXPECT_EQ(link_target(ib_ + "/device/net/v0"), real(netdev_));
+  EXPECT_EQ(slurp(ib_ + "/device/net/v0/ifindex"), "7\n");  // through the link
+  EXPECT_EQ(slurp(ib_ + "/device/numa_node"), "1\n");
+  EXPECT_EQ(slurp(ib_ + "/device/local_cpus"), "00000000,000000f0\n");
+  EXPECT_EQ(slurp(ib_ + "/device/local_cpulist"), "4-7\n");
+}
+
+TEST_F(FakeSys, AnotherNetdevUnderTheNameIsNotOurs) {
+  net::NetdevInfo nd = veth({}, {});
+  nd.ifindex = 8;  // a /sys of another network namespace
+  const SysfsNic nic = describe_nic(nd, sys_);
+  EXPECT_EQ(nic.netdev_dir, "");
+  EXPECT_EQ(nic.numa_node, -1);
+  EXPECT_EQ(nic.local_cpus, "3f");  // every possible CPU
+  EXPECT_EQ(nic.local_cpulist, "0-5");
+  nd.ifindex = 7;
+  nd.mac[5] = 2;
+  EXPECT_EQ(describe_nic(nd, sys_).netdev_dir, "");
+}
+
+TEST_F(FakeSys, NoNumaNodeAnywhereGivesEveryPossibleCpu) {
+  ASSERT_EQ(unlink((pci_ + "/numa_node").c_str()), 0);
+  const SysfsNic nic = describe_nic(veth({}, {}), sys_);
+  EXPECT_EQ(nic.netdev_dir, real(netdev_));
+  EXPECT_EQ(nic.numa_node, -1);
+  EXPECT_EQ(nic.local_cpulist, "0-5");
+}
+
+TEST(SysfsFormat, CpuSetsAsTheKernelPrintsThem) {
+  std::vector<bool> cpus;
+  ASSERT_TRUE(parse_cpu_list("0-1", &cpus));
+  EXPECT_EQ(cpu_bitmap_text(cpus), "3");  // 2 possible CPUs
+  ASSERT_TRUE(parse_cpu_list("0-35", &cpus));
+  EXPECT_EQ(cpu_bitmap_text(cpus), "f,ffffffff");
+  ASSERT_TRUE(parse_cpu_list("0-63\n", &cpus));
+  EXPECT_EQ(cpu_bitmap_text(cpus), "ffffffff,ffffffff");
+  ASSERT_TRUE(parse_cpu_list("0-3,8", &cpus));
+  EXPECT_EQ(cpu_bitmap_text(cpus), "10f");  // 9 bits: 3 digits
+  EXPECT_EQ(cpu_list_text(cpus), "0-3,8");
+  ASSERT_TRUE(parse_cpu_bitmap("00000000,0000000f", &cpus));
+  EXPECT_EQ(cpu_list_text(cpus), "0-3");
+  ASSERT_TRUE(parse_cpu_bitmap("ff,00000001", &cpus));
+  EXPECT_EQ(cpu_list_text(cpus), "0,32-39");
+  EXPECT_FALSE(parse_cpu_list("3-1", &cpus));
+  EXPECT_FALSE(parse_cpu_list("x", &cpus));
+  EXPECT_FALSE(parse_cpu_bitmap("", &cpus));
+  EXPECT_FALSE(parse_cpu_bitmap("0g", &cpus));
+}
+
+TEST(SysfsFormat, RateAsTheKernelPrintsIt) {
+  EXPECT_EQ(sysfs_rate(0), "2.5 Gb/sec (1X SDR)");
+  EXPECT_EQ(sysfs_rate(5000), "5 Gb/sec (1X DDR)");
+  EXPECT_EQ(sysfs_rate(10000), "10 Gb/sec (1X QDR)");
+  EXPECT_EQ(sysfs_rate(25000), "25 Gb/sec (1X EDR)");
+  EXPECT_EQ(sysfs_rate(40000), "40 Gb/sec (4X QDR)");
+  EXPECT_EQ(sysfs_rate(56000), "56 Gb/sec (4X FDR)");
+  EXPECT_EQ(sysfs_rate(100000), "100 Gb/sec (4X EDR)");
+  EXPECT_EQ(sysfs_rate(400000), "400 Gb/sec (4X NDR)");
 }
 
 }  // namespace

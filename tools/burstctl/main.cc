@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstctl: the operator's tool for burst.
-//   burstctl run [--netdev IF] [--root DIR] [--provider PATH] [--socket PATH] -- COMMAND [ARGS...]
+//   burstctl run [--netdev IF] [--root DIR] [--provider PATH] [--socket PATH]
+//                [--no-sysfs-mount] [--traffic-class N] -- COMMAND [ARGS...]
 //       runs an unmodified verbs application with the burst device burst0
 //       visible on a kernel without RDMA support (see run.h).
 //   burstctl [--socket PATH] status|devices|workers|counters|qps [--json]
@@ -49,6 +50,14 @@ int main(int argc, char** argv) {
                   "burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
                   " (default: $" BURST_CTL_SOCKET_ENV
                   " as inherited, else " BURST_CTL_DEFAULT_SOCKET ")");
+  run->add_flag("--no-sysfs-mount", run_opts.no_sysfs_mount,
+                "leave /sys as it is: only SYSFS_PATH readers (libibverbs) find the device, "
+                "not UCX, NCCL, Open MPI or Mooncake, which read /sys/class/infiniband");
+  run->add_option("--traffic-class", run_opts.traffic_class,
+                  "write tc/1/traffic_class \"Global tclass=N\" (the traffic class UCX uses "
+                  "by default, as MLNX_OFED's file; default: no tc/ directory, as upstream "
+                  "kernels)")
+      ->check(CLI::Range(0, 255));
   run->add_option("command", run_opts.command,
                   "the command and its arguments (after --, when it has options of its own)");
 

@@ -21,6 +21,7 @@
 #include "net/netdev.h"
 #include "abi/burst_device.h"
 #include "abi/burst_shim.h"
+#include "tools/burstctl/sysfs_mount.h"
 #include "tools/burstctl/sysfs_tree.h"
 
 namespace burst::tools {
@@ -182,8 +183,21 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-// Runs the command with the environment set; returns its exit status.
-int spawn_and_wait(const std::vector<std::string>& command) {
+// In the command's process, before exec: the tree at /sys/class (sysfs_mount.h),
+// or one warning line saying why not.
+void show_tree(const std::string& root, const std::string& ibdev) {
+  SysfsMountMode mode;
+  if (Status s = show_tree_at_sys_class(root, &mode); !s.ok()) {
+    err("warning: " + s.message() + "; " + ibdev +
+        " is visible through SYSFS_PATH (libibverbs) only, not at /sys/class/infiniband "
+        "(where UCX, NCCL, Open MPI and Mooncake look)");
+  }
+}
+
+// Runs the command with the environment set; returns its exit status. With a
+// mount_root, the command sees that tree at /sys/class/infiniband{,_verbs}.
+int spawn_and_wait(const std::vector<std::string>& command, const std::string& mount_root,
+                   const std::string& ibdev) {
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -195,6 +209,7 @@ int spawn_and_wait(const std::vector<std::string>& command) {
     return kExitSetupFailed;
   }
   if (pid == 0) {
+    if (!mount_root.empty()) show_tree(mount_root, ibdev);
     execvp(argv[0], argv.data());
     const int e = errno;
     fprintf(stderr, "burstctl run: %s: %s\n", argv[0], strerror(e));
@@ -320,14 +335,15 @@ int run_command(const RunOptions& o) {
   }
 
   int rc = kExitSetupFailed;
-  const SysfsDevice dev = describe_device(nd, BURST_IBDEV_PREFIX "0", uverbs);
+  SysfsDevice dev = describe_device(nd, BURST_IBDEV_PREFIX "0", uverbs);
+  dev.nic.traffic_class = o.traffic_class;
   if (Status s = write_sysfs_tree(root, dev); !s.ok()) {
     err(s.message());
   } else {
     setenv("SYSFS_PATH", root.c_str(), 1);
     prepend_env("RDMAV_DRIVERS", provider);
     if (!shim.empty()) preload(shim);
-    rc = spawn_and_wait(o.command);
+    rc = spawn_and_wait(o.command, o.no_sysfs_mount ? std::string() : root, dev.ibdev);
   }
   if (private_root) {
     if (Status s = remove_tree(root); !s.ok()) err("cleanup: " + s.message());

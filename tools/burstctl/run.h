@@ -11,7 +11,15 @@
 //      node is reused; a node that is anything else is never replaced (the
 //      next N is used). A node burstctl creates is left in place: it is as
 //      harmless as /dev/full and other runs may be using it;
-//   3. runs COMMAND with SYSFS_PATH=<tree> and RDMAV_DRIVERS=<provider> (the
+//   3. shows the tree at /sys/class/infiniband and /sys/class/infiniband_verbs
+//      to COMMAND, for the consumers that read those paths directly and ignore
+//      SYSFS_PATH (UCX, NCCL, Open MPI, Mooncake): COMMAND runs in a private
+//      mount namespace (a user namespace when burstctl lacks CAP_SYS_ADMIN)
+//      where a tmpfs over /sys/class binds every other class as it was
+//      (sysfs_mount.h, docs/sysfs.md). When neither namespace can be made, or
+//      with --no-sysfs-mount, COMMAND sees /sys unchanged (one warning line
+//      in the first case) and only SYSFS_PATH readers find the device;
+//   4. runs COMMAND with SYSFS_PATH=<tree> and RDMAV_DRIVERS=<provider> (the
 //      provider's absolute path without "-rdmav34.so"), BURST_SOCKET=<socket>
 //      when --socket is given (the burstd the provider connects to; made
 //      absolute), LD_PRELOAD=<shim>[:<LD_PRELOAD as inherited>], and exits
@@ -39,6 +47,8 @@ struct RunOptions {
   std::string root;      // empty: a private temporary directory
   std::string provider;  // empty: $BURST_PROVIDER, else the provider of this build
   std::string socket;    // burstd's control socket; empty: $BURST_SOCKET as inherited
+  bool no_sysfs_mount = false;  // only SYSFS_PATH, /sys left as it is
+  int traffic_class = -1;       // >= 0: tc/1/traffic_class "Global tclass=N" (UCX's default DSCP)
   std::vector<std::string> command;
 };
 
