@@ -8,18 +8,24 @@
 // qpn_stride / qpn_offset), so the owner of a packet is arithmetic on its
 // destination QPN. A packet that arrives on another worker's queue is copied
 // into that worker's inbound SPSC ring (Handoff) and processed there; QP1 and
-// anything below the first QPN belong to worker 0.
+// anything below the first QPN belong to worker 0. A multicast datagram (DQPN
+// 0xFFFFFF) is processed by the worker that received it and copied to every
+// other worker the Handoff lists as a multicast member (one with a QP attached
+// to some group).
 //
 // Threading: a Worker, its Engine and its backend queue belong to one thread;
 // poll_once() must only be called from that thread.
 #pragma once
 
+#include <atomic>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "core/engine.h"
 #include "core/spsc_ring.h"
+#include "core/wire/bth.h"
 #include "core/wire/peek.h"
 #include "datapath/datapath.h"
 
@@ -37,9 +43,22 @@ class Handoff {
   }
   uint32_t workers() const { return workers_; }
   SpscFrameRing& ring(uint32_t from, uint32_t to) { return *rings_[size_t{from} * workers_ + to]; }
+  // Workers with a QP attached to a multicast group (bit w; at most 64 workers):
+  // written by the control plane after an attach / detach on worker w, read by
+  // every worker for each multicast frame it receives.
+  void set_mcast_member(uint32_t w, bool member) {
+    if (w >= 64) return;
+    if (member) {
+      mcast_members_.fetch_or(uint64_t{1} << w, std::memory_order_relaxed);
+    } else {
+      mcast_members_.fetch_and(~(uint64_t{1} << w), std::memory_order_relaxed);
+    }
+  }
+  uint64_t mcast_members() const { return mcast_members_.load(std::memory_order_relaxed); }
 
  private:
   uint32_t workers_;
+  std::atomic<uint64_t> mcast_members_{0};
   std::vector<std::unique_ptr<SpscFrameRing>> rings_;
 };
 
@@ -159,7 +178,13 @@ class Worker {
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t qpn;
       uint32_t owner = index_;
-      if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) owner = owner_of(qpn);
+      if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) {
+        if (qpn == wire::kMulticastQpn) {
+          copy_to_mcast_members(rx[i]);
+        } else {
+          owner = owner_of(qpn);
+        }
+      }
       if (owner == index_) {
         mine[k++] = rx[i];
       } else if (handoff_->ring(index_, owner).push(rx[i].data, rx[i].len)) {
@@ -169,6 +194,21 @@ class Worker {
       }
     }
     return k;
+  }
+
+  // A multicast frame: a copy for every other worker with a QP in some group.
+  void copy_to_mcast_members(const datapath::Frame& f) {
+    uint64_t m = handoff_->mcast_members() & ~(uint64_t{1} << index_);
+    while (m != 0) {
+      const uint32_t to = static_cast<uint32_t>(std::countr_zero(m));
+      m &= m - 1;
+      if (to >= handoff_->workers()) break;
+      if (handoff_->ring(index_, to).push(f.data, f.len)) {
+        ++counters_.handoff_out;
+      } else {
+        ++counters_.handoff_full;
+      }
+    }
   }
 
   // Processes frames other workers passed to this one.
