@@ -143,6 +143,7 @@ done
 echo "rx_drop.mcast_unattached: $before -> $after"
 inB ip maddr show dev b0 >"$TMP/maddr-left"
 grep -q "$GROUP" "$TMP/maddr-left" && { cat "$TMP/maddr-left"; touch "$D/stop"; failhard "b0 still in $GROUP"; }
+echo "burstd B handoff (worker.handoff_out): $(counter "$TMP/b.sock" worker.handoff_out)"
 touch "$D/stop"
 wait "$RPID" || failhard "receiver failed"
 wait "$SPID" || failhard "sender failed"
