@@ -145,6 +145,12 @@ pair read_bw_sweep 300 ib_read_bw "${P[@]}" -a -n 50 -- ib_read_bw "${P[@]}" -a 
 pair send_bw 120 ib_send_bw "${P[@]}" -s 65536 -n 500 -- ib_send_bw "${P[@]}" -s 65536 -n 500
 pair send_bw_q8 120 ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair send_bw_sweep 300 ib_send_bw "${P[@]}" -a -n 50 -- ib_send_bw "${P[@]}" -a -n 50
+# UD multicast (perftest -g: on Ethernet no SA join, only ibv_attach_mcast): the
+# server's QP attaches to 239.1.2.4 (-M takes 16 decimal bytes), the client
+# sends to it with DQPN 0xFFFFFF.
+MG=0:0:0:0:0:0:0:0:0:0:255:255:239:1:2:4
+pair send_bw_mcast 120 ib_send_bw "${P[@]}" -c UD -g -M "$MG" -s 1024 -n 200 -- \
+  ib_send_bw "${P[@]}" -c UD -g -M "$MG" -s 1024 -n 200
 pair atomic_bw 120 ib_atomic_bw "${P[@]}" -n 500 -- ib_atomic_bw "${P[@]}" -n 500
 pair atomic_bw_cas 120 ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200 -- ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200
 pair atomic_bw_q8 120 ib_atomic_bw "${P[@]}" -n 200 -q 8 -- ib_atomic_bw "${P[@]}" -n 200 -q 8
