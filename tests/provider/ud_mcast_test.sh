@@ -8,10 +8,11 @@
 #   2. two burstd on AF_XDP, one per namespace (B with 2 workers on a 2-queue
 #      veth, so its QPs live on both):
 #        A: a0 10.47.0.1/24   <--veth-->   B: b0 10.47.0.2/24
-#      three UD QPs on B attach to 239.1.2.3; A sends datagrams to the group
-#      (DQPN 0xFFFFFF): each QP receives one; burstd B joined the group on b0
-#      (`ip maddr show dev b0`); after the QPs detach nothing reaches them (B
-#      counts the datagrams as rx_drop.mcast_unattached) and b0 left the group.
+#      three UD QPs on B attach to 239.1.2.3 (then to ff0e::1:2:3, sent from the
+#      link-local GID); A sends datagrams to the group (DQPN 0xFFFFFF): each QP
+#      receives one; burstd B joined the group on b0 (`ip maddr show dev b0`);
+#      after the QPs detach nothing reaches them (B counts the datagrams as
+#      rx_drop.mcast_unattached) and b0 left the group.
 # Usage: ud_mcast_test.sh BURSTCTL BURSTD PROBE
 # Exit: 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
@@ -21,7 +22,6 @@ source "$HERE/../netns/lib.sh"
 BURSTCTL=${1:?usage: ud_mcast_test.sh BURSTCTL BURSTD PROBE}
 BURSTD=${2:?}
 PROBE=${3:?}
-GROUP=239.1.2.3
 
 netns_require_root "network namespaces, veth, XDP"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
@@ -99,53 +99,58 @@ failhard() {
   echo "--- sender:"; cat "$TMP/send.out" 2>/dev/null
   fail "$*"
 }
-D=$TMP/sync
-mkdir -p "$D"
-inB ip maddr show dev b0 | grep -q "$GROUP" && failhard "b0 is in $GROUP before any attach"
+# mcast_round GROUP: 3 UD QPs on B attach to GROUP, A sends to it; then they detach.
+mcast_round() {
+  local group=$1 D=$TMP/sync-$2 before after
+  mkdir -p "$D"
+  inB ip maddr show dev b0 | grep -qw "$group" && failhard "b0 is in $group before any attach"
+  log "3 UD QPs on B attached to $group, A sends to the group"
+  nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev b0 \
+    --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$PROBE" recv "$group" 3 "$D" >"$TMP/recv.out" 2>&1 &
+  RPID=$!
+  BG_PIDS+=("$RPID")
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev a0 \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$PROBE" send "$group" "$D" >"$TMP/send.out" 2>&1 &
+  SPID=$!
+  BG_PIDS+=("$SPID")
+  for _ in $(seq 600); do
+    [[ -e $D/received ]] && break
+    kill -0 "$RPID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -e $D/received ]] || { touch "$D/stop"; failhard "the attached QPs did not receive the datagrams"; }
+  cat "$TMP/recv.out"
+  log "burstd B joined $group on b0"
+  inB ip maddr show dev b0 >"$TMP/maddr-joined"
+  grep -qw "$group" "$TMP/maddr-joined" || { cat "$TMP/maddr-joined"; touch "$D/stop"; failhard "not joined"; }
+  grep -w "$group" "$TMP/maddr-joined"
+  log "rx_drop.mcast_unattached while attached: $(counter "$TMP/b.sock" rx_drop.mcast_unattached)"
 
-log "3 UD QPs on B attached to $GROUP, A sends to the group"
-nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev b0 \
-  --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$PROBE" recv "$GROUP" 3 "$D" >"$TMP/recv.out" 2>&1 &
-RPID=$!
-BG_PIDS+=("$RPID")
-nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev a0 \
-  --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$PROBE" send "$GROUP" "$D" >"$TMP/send.out" 2>&1 &
-SPID=$!
-BG_PIDS+=("$SPID")
-for _ in $(seq 600); do
-  [[ -e $D/received ]] && break
-  kill -0 "$RPID" 2>/dev/null || break
-  sleep 0.1
-done
-[[ -e $D/received ]] || { touch "$D/stop"; failhard "the attached QPs did not receive the datagrams"; }
-cat "$TMP/recv.out"
-log "burstd B joined $GROUP on b0"
-inB ip maddr show dev b0 >"$TMP/maddr-joined"
-grep -q "$GROUP" "$TMP/maddr-joined" || { cat "$TMP/maddr-joined"; touch "$D/stop"; failhard "not joined"; }
-grep "$GROUP" "$TMP/maddr-joined"
-log "rx_drop.mcast_unattached while attached: $(counter "$TMP/b.sock" rx_drop.mcast_unattached)"
-
-log "the QPs detach: nothing more reaches them, b0 leaves $GROUP"
-touch "$D/go-detach"
-for _ in $(seq 300); do
-  [[ -e $D/detached ]] && break
-  sleep 0.1
-done
-[[ -e $D/detached ]] || { touch "$D/stop"; failhard "the receiver did not detach"; }
-before=$(counter "$TMP/b.sock" rx_drop.mcast_unattached)
-after=$before
-for _ in $(seq 200); do
-  after=$(counter "$TMP/b.sock" rx_drop.mcast_unattached)
-  ((after > before)) && break
-  sleep 0.1
-done
-((after > before)) || { touch "$D/stop"; failhard "no datagram to the group reached B after detach"; }
-echo "rx_drop.mcast_unattached: $before -> $after"
-inB ip maddr show dev b0 >"$TMP/maddr-left"
-grep -q "$GROUP" "$TMP/maddr-left" && { cat "$TMP/maddr-left"; touch "$D/stop"; failhard "b0 still in $GROUP"; }
-echo "burstd B handoff (worker.handoff_out): $(counter "$TMP/b.sock" worker.handoff_out)"
-touch "$D/stop"
-wait "$RPID" || failhard "receiver failed"
-wait "$SPID" || failhard "sender failed"
-cat "$TMP/recv.out" "$TMP/send.out" | grep -v "^ok: each"
+  log "the QPs detach: nothing more reaches them, b0 leaves $group"
+  touch "$D/go-detach"
+  for _ in $(seq 300); do
+    [[ -e $D/detached ]] && break
+    sleep 0.1
+  done
+  [[ -e $D/detached ]] || { touch "$D/stop"; failhard "the receiver did not detach"; }
+  before=$(counter "$TMP/b.sock" rx_drop.mcast_unattached)
+  after=$before
+  for _ in $(seq 200); do
+    after=$(counter "$TMP/b.sock" rx_drop.mcast_unattached)
+    ((after > before)) && break
+    sleep 0.1
+  done
+  ((after > before)) || { touch "$D/stop"; failhard "no datagram to the group reached B after detach"; }
+  echo "rx_drop.mcast_unattached: $before -> $after"
+  inB ip maddr show dev b0 >"$TMP/maddr-left"
+  grep -qw "$group" "$TMP/maddr-left" &&
+    { cat "$TMP/maddr-left"; touch "$D/stop"; failhard "b0 still in $group"; }
+  echo "burstd B handoff (worker.handoff_out): $(counter "$TMP/b.sock" worker.handoff_out)"
+  touch "$D/stop"
+  wait "$RPID" || failhard "receiver failed"
+  wait "$SPID" || failhard "sender failed"
+  cat "$TMP/recv.out" "$TMP/send.out" | grep -v "^ok: each"
+}
+mcast_round 239.1.2.3 v4
+mcast_round ff0e::1:2:3 v6
 echo "PASS"

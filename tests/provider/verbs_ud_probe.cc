@@ -13,12 +13,13 @@
 //                      unicast GID EINVAL, twice is a success, detaching what is
 //                      not attached EINVAL, destroying an attached QP EBUSY; the
 //                      limits in ibv_query_device
-//   recv GROUP N DIR   N UD QPs attached to GROUP (an IPv4 address); DIR/ready
+//   recv GROUP N DIR   N UD QPs attached to GROUP (an IPv4 or IPv6 address); DIR/ready
 //                      once attached; each must receive a datagram (fields and
 //                      bytes checked); DIR/received, then waits for DIR/go-detach,
 //                      detaches, DIR/detached, waits for DIR/stop: no completion
 //                      may have arrived after the detach
-//   send GROUP DIR     sends a datagram to GROUP every 50 ms until DIR/stop
+//   send GROUP DIR     sends a datagram to GROUP every 50 ms until DIR/stop (from
+//                      GID 1 to an IPv4 group, GID 0 to an IPv6 one)
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <sys/stat.h>
@@ -65,13 +66,22 @@ void wait_file(const std::string& path) {
   }
 }
 
-ibv_gid v4_group(const char* dotted) {
+// An IPv4 address as ::ffff:a.b.c.d, or an IPv6 one.
+ibv_gid parse_gid(const char* text) {
   ibv_gid g{};
   in_addr a{};
-  CHECK(inet_pton(AF_INET, dotted, &a) == 1, "not an IPv4 address: %s", dotted);
-  g.raw[10] = g.raw[11] = 0xff;
-  std::memcpy(g.raw + 12, &a, 4);
+  if (inet_pton(AF_INET, text, &a) == 1) {
+    g.raw[10] = g.raw[11] = 0xff;
+    std::memcpy(g.raw + 12, &a, 4);
+    return g;
+  }
+  CHECK(inet_pton(AF_INET6, text, g.raw) == 1, "not an IP address: %s", text);
   return g;
+}
+
+bool is_v4(const ibv_gid& g) {
+  const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return std::memcmp(g.raw, mapped, 12) == 0;
 }
 
 struct Dev {
@@ -252,7 +262,7 @@ int mode_rules() {
   CHECK(cq != nullptr, "ibv_create_cq");
   ibv_qp* ud = make_qp(d, cq, IBV_QPT_UD);
   ibv_qp* rc = make_qp(d, cq, IBV_QPT_RC);
-  const ibv_gid g = v4_group("239.7.7.7");
+  const ibv_gid g = parse_gid("239.7.7.7");
   ibv_gid unicast{};
   CHECK(ibv_query_gid(d.ctx, 1, 1, &unicast) == 0, "ibv_query_gid");
   CHECK(ibv_attach_mcast(rc, &g, 0) == EINVAL, "attach of an RC QP is not EINVAL");
@@ -271,7 +281,8 @@ int mode_rules() {
 
 int mode_recv(const char* group, int n, const std::string& dir) {
   Dev d = open_dev(size_t(n) * kRecvs * kSlot);
-  const ibv_gid g = v4_group(group);
+  const ibv_gid g = parse_gid(group);
+  const bool v4 = is_v4(g);
   ibv_cq* cq = ibv_create_cq(d.ctx, n * kRecvs + 16, nullptr, nullptr, 0);
   CHECK(cq != nullptr, "ibv_create_cq");
   std::vector<ibv_qp*> qps;
@@ -296,10 +307,14 @@ int mode_recv(const char* group, int n, const std::string& dir) {
     }
     CHECK(qi >= 0, "completion of an unknown QP %u", wc.qp_num);
     const uint8_t* slot = d.buf.data() + wc.wr_id * kSlot;
-    CHECK(wc.byte_len == 40 + kPayload && wc.wc_flags == IBV_WC_GRH && wc.sl == 0xA,
+    CHECK(wc.byte_len == 40 + kPayload && wc.wc_flags == IBV_WC_GRH && wc.sl == (v4 ? 0xA : 0x9),
           "len %u flags 0x%x sl 0x%x", wc.byte_len, wc.wc_flags, wc.sl);
     CHECK(wc.src_qp != 0 && wc.src_qp != kMcastQpn, "src_qp %u", wc.src_qp);
-    CHECK(slot[20] == 0x45 && std::memcmp(slot + 36, g.raw + 12, 4) == 0, "GRH: destination");
+    if (v4) {
+      CHECK(slot[20] == 0x45 && std::memcmp(slot + 36, g.raw + 12, 4) == 0, "GRH: destination");
+    } else {
+      CHECK((slot[0] >> 4) == 6 && std::memcmp(slot + 24, g.raw, 16) == 0, "GRH: destination");
+    }
     CHECK(slot[40] == 0xc3 && slot[40 + kPayload - 1] == 0xc3, "payload");
     if (got[qi]++ == 0) --missing;
   }
@@ -325,7 +340,8 @@ int mode_send(const char* group, const std::string& dir) {
   CHECK(cq != nullptr, "ibv_create_cq");
   ibv_qp* qp = make_qp(d, cq, IBV_QPT_UD);
   ud_ready(qp);
-  ibv_ah* ah = make_ah(d, v4_group(group), 1);
+  const ibv_gid g = parse_gid(group);
+  ibv_ah* ah = make_ah(d, g, is_v4(g) ? 1 : 0);  // GID 1: the IPv4 address, 0: link-local
   wait_file(dir + "/ready");
   const auto end = Clock::now() + std::chrono::milliseconds(3 * kWaitMs);
   int sent = 0;
