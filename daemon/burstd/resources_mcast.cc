@@ -9,9 +9,10 @@
 // IP_ADD_MEMBERSHIP / IPV6_JOIN_GROUP on the ifindex: the kernel programs the
 // NIC's multicast filter and speaks IGMP / MLD for the switch); after the last,
 // closing that socket leaves. Loopback: burst does not deliver a datagram to
-// QPs of the same burstd (the wire does not bring it back, and burstd does not
-// copy it); a ConnectX does by default (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, mlx5
-// cap block_lb_mc, exists to turn that off): not done yet. Control thread only.
+// QPs of the same burstd (the wire does not bring it back and burstd does not
+// copy it). A ConnectX may (rdma-core's IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, mlx5
+// cap block_lb_mc, exists to stop it; its default on RoCE is unverified): not
+// done. Control thread only.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
