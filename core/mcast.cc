@@ -28,7 +28,8 @@ Status Engine::attach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& gid) {
   if (qp == nullptr) return Errc::kNotFound;
   const bool gsi = qp->index == config_.max_qps;  // QP1: IB_QPT_GSI, not UD
   if (qp->type != QpType::kUd || gsi || !is_multicast_gid(gid)) return Errc::kInvalid;
-  auto g = std::find_if(mcast_.begin(), mcast_.end(), [&](const McastGroup& m) { return m.gid == gid; });
+  auto g =
+      std::find_if(mcast_.begin(), mcast_.end(), [&](const McastGroup& m) { return m.gid == gid; });
   if (g == mcast_.end()) {
     mcast_.push_back(McastGroup{gid, {}});
     g = mcast_.end() - 1;
@@ -41,7 +42,8 @@ Status Engine::attach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& gid) {
 
 Status Engine::detach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& gid) {
   if (find_qp(qpn) == nullptr) return Errc::kNotFound;
-  auto g = std::find_if(mcast_.begin(), mcast_.end(), [&](const McastGroup& m) { return m.gid == gid; });
+  auto g =
+      std::find_if(mcast_.begin(), mcast_.end(), [&](const McastGroup& m) { return m.gid == gid; });
   if (g == mcast_.end()) return Errc::kInvalid;
   auto q = std::find(g->qpns.begin(), g->qpns.end(), qpn);
   if (q == g->qpns.end()) return Errc::kInvalid;

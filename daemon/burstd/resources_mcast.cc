@@ -125,7 +125,8 @@ void Resources::mcast_remove(const Gid& g, McastGroup& group, size_t member) {
   const uint32_t w = group.members[member].worker;
   group.members.erase(group.members.begin() + static_cast<ptrdiff_t>(member));
   --mcast_members_;
-  if (w < mcast_per_worker_.size() && --mcast_per_worker_[w] == 0) device_.set_mcast_member(w, false);
+  if (w < mcast_per_worker_.size() && --mcast_per_worker_[w] == 0)
+    device_.set_mcast_member(w, false);
   if (!group.members.empty()) return;
   if (group.join_fd >= 0) ::close(group.join_fd);
   mcast_.erase(g);

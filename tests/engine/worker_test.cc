@@ -199,11 +199,11 @@ TEST(Worker, MulticastCopiedToMemberWorkersOnly) {
     a.qp_state = core::QpState::kInit;
     a.qkey = 7;
     a.port_num = 1;
-    ASSERT_TRUE(
-        side[w]
-            .engine->modify_qp(qpn[w], a,
-                               core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpQkey)
-            .ok());
+    ASSERT_TRUE(side[w]
+                    .engine
+                    ->modify_qp(qpn[w], a,
+                                core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpQkey)
+                    .ok());
     a.qp_state = core::QpState::kRtr;
     ASSERT_TRUE(side[w].engine->modify_qp(qpn[w], a, core::kQpState).ok());
   }

@@ -223,7 +223,8 @@ void wc_over(Dev& d, int gid_index, bool ipv4) {
   ibv_poll_cq_attr pa{};
   int rc;
   const auto end = Clock::now() + std::chrono::milliseconds(kWaitMs);
-  while ((rc = ibv_start_poll(rcq, &pa)) == ENOENT) CHECK(Clock::now() < end, "no cq_ex completion");
+  while ((rc = ibv_start_poll(rcq, &pa)) == ENOENT)
+    CHECK(Clock::now() < end, "no cq_ex completion");
   CHECK(rc == 0 && rcq->status == IBV_WC_SUCCESS, "cq_ex start_poll %d", rc);
   CHECK(ibv_wc_read_sl(rcq) == want_sl, "cq_ex sl 0x%x", ibv_wc_read_sl(rcq));
   CHECK(ibv_wc_read_src_qp(rcq) == tx->qp_num, "cq_ex src_qp");

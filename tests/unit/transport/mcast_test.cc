@@ -38,7 +38,8 @@ class McastTest : public ::testing::Test {
     }
   }
   void post_recvs() {
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(b.eng.post_recv(qb[i], make_recv(10 + i, dst[i], kb[i], 512)).ok());
+    for (int i = 0; i < 3; ++i)
+      ASSERT_TRUE(b.eng.post_recv(qb[i], make_recv(10 + i, dst[i], kb[i], 512)).ok());
   }
   // A datagram from a to `group`, as a's engine builds it.
   Frames send_to(const std::array<uint8_t, 16>& group, uint32_t qkey = kQkey) {
