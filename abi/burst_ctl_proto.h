@@ -137,6 +137,8 @@ enum burst_ctl_op {
   BURST_CTL_OP_MODIFY_SRQ = 32,
   BURST_CTL_OP_QUERY_SRQ = 33,
   BURST_CTL_OP_ATTACH_MEMORY = 34, /* request carries /proc/self/maps [+ /proc/self/mem] */
+  BURST_CTL_OP_ATTACH_MCAST = 39,
+  BURST_CTL_OP_DETACH_MCAST = 40,
 };
 
 enum burst_ctl_backend {

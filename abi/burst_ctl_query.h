@@ -59,6 +59,11 @@ struct burst_ctl_hello_resp {
   uint32_t max_msg_sz;      /* ibv_port_attr.max_msg_sz */
   uint64_t max_mr_size;
   uint8_t gids[BURST_CTL_MAX_GIDS][16]; /* RoCE v2; IPv4 as ::ffff:a.b.c.d */
+  /* More device limits (appended: the struct had no spare bytes). */
+  uint32_t max_mcast_grp;
+  uint32_t max_mcast_qp_attach;
+  uint32_t max_total_mcast_qp_attach;
+  uint32_t reserved_limits;
 };
 
 /* ---- QUERY_STATUS -------------------------------------------------------- */
@@ -193,7 +198,10 @@ BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_mr) == 140, "h
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_mr_size) == 168,
                         "hello_resp.max_mr_size");
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, gids) == 176, "hello_resp.gids");
-BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hello_resp) == 176 + 16 * BURST_CTL_MAX_GIDS,
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hello_resp, max_mcast_grp) ==
+                            176 + 16 * BURST_CTL_MAX_GIDS,
+                        "hello_resp.max_mcast_grp");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_hello_resp) == 176 + 16 * BURST_CTL_MAX_GIDS + 16,
                         "hello_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_status_req) == 24, "status_req size");
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_status_resp, ibdev) == 72, "status_resp.ibdev");

@@ -214,6 +214,16 @@ struct burst_ctl_create_ah_resp {
   uint32_t reserved;
 };
 
+/* ATTACH_MCAST / DETACH_MCAST: a UD QP joins / leaves the multicast group gid
+ * (ff00::/8, or IPv4 224.0.0.0/4 as ::ffff:a.b.c.d); mlid is not used on RoCE. */
+struct burst_ctl_mcast_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t qp_handle;
+  uint16_t mlid;
+  uint16_t reserved;
+  uint8_t gid[16];
+};
+
 /* The request carries the write end of the pipe whose read end is the
  * context's async_fd: burstd writes struct burst_ctl_async_event records. */
 struct burst_ctl_set_async_fd_req {
@@ -296,6 +306,7 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_req) == 32, "map_do
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_resp) == 40, "map_doorbell_resp");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_ah_req) == 64, "create_ah_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_ah_resp) == 32, "create_ah_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_mcast_req) == 48, "mcast_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_set_async_fd_req) == 24, "set_async_fd_req");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_async_event) == 16, "async_event size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_modify_qp_req) == 104, "modify_qp_req size");

@@ -29,6 +29,11 @@
  *   BURST_MAX_AH                16383   max_ah                            burstd AhTable
  *   BURST_MAX_SRQ_WR            32768   max_srq_wr                        Engine create_srq
  *   BURST_MAX_SRQ_SGE           16      max_srq_sge                       Engine create_srq
+ *   BURST_MAX_MCAST_GRP         256     max_mcast_grp                     burstd attach_mcast
+ *                                       (each group is one kernel join on the netdev)
+ *   BURST_MAX_MCAST_QP_ATTACH   56      max_mcast_qp_attach (QPs per      burstd, Engine
+ *                                       group; rxe's value)
+ *   BURST_MAX_TOTAL_MCAST_QP_ATTACH 4096 max_total_mcast_qp_attach        burstd attach_mcast
  *   max_res_rd_atom = max_qp * BURST_MAX_RD_ATOMIC (burstd computes it for HELLO).
  *
  * PDs, MRs and AHs are device-wide (one table per burstd); QPs, CQs and SRQs
@@ -59,5 +64,9 @@
 
 #define BURST_MAX_SRQ_WR BURST_MAX_QP_WR
 #define BURST_MAX_SRQ_SGE BURST_MAX_SGE
+
+#define BURST_MAX_MCAST_GRP 256u              /* multicast groups with an attached QP */
+#define BURST_MAX_MCAST_QP_ATTACH 56u         /* QPs attached to one group */
+#define BURST_MAX_TOTAL_MCAST_QP_ATTACH 4096u /* attachments over every group */
 
 #endif /* BURST_ABI_BURST_LIMITS_H_ */

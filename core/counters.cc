@@ -14,7 +14,8 @@ constexpr const char* kDropNames[] = {
     "bad_pkey",        "bad_source",          "bad_qkey",
     "ud_no_rwqe",      "ud_too_long",         "ack_bad_psn",
     "stale_response",  "unexpected_response", "bad_response",
-    "out_of_sequence", "duplicate_unmatched", "after_error"};
+    "out_of_sequence", "duplicate_unmatched", "after_error",
+    "mcast_unattached"};
 static_assert(std::size(kDropNames) == static_cast<size_t>(Drop::kCount));
 
 }  // namespace

@@ -28,6 +28,7 @@ enum class Drop : uint8_t {
   kOutOfSequence,       // future PSN while a NAK is already outstanding
   kDupUnmatched,        // duplicate READ/atomic with no saved resource to replay
   kAfterError,          // request after the responder reported a fatal error
+  kMcastUnattached,     // DQPN 0xFFFFFF: no QP of this engine attached to the destination group
   kCount
 };
 const char* drop_name(Drop d);

@@ -232,6 +232,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   --cqs_[qp->recv_cq].qp_refs;
   if (qp->srq != 0) --srqs_[qp->srq].qp_refs;
   if (qp->last_wqe_queued) std::erase(last_wqe_events_, qp->qpn);
+  if (qp->type == QpType::kUd) mcast_detach_all(qp->qpn);
   // Completions of this QP still waiting for their copies are delivered first.
   flush_cqes();
   qp->in_use = false;

@@ -154,6 +154,18 @@ class Engine {
   bool take_srq_limit_event(uint32_t* srq_id);
   bool take_last_wqe_event(uint32_t* qpn);
 
+  // UD multicast (owning thread; core/mcast.cc). attach_mcast: the QP receives
+  // every datagram sent to DQPN 0xFFFFFF and the multicast group `gid` (ff00::/8,
+  // or IPv4 224.0.0.0/4 as ::ffff:a.b.c.d) that reaches this engine; attaching
+  // twice is a success. kInvalid for a non-UD QP or a GID that is not multicast,
+  // kNotFound for an unknown QP, kNoMemory at BURST_MAX_MCAST_QP_ATTACH QPs of
+  // this engine in the group. detach_mcast: kInvalid when not attached.
+  // destroy_qp detaches the QP from every group. mcast_groups: groups with a QP
+  // of this engine attached.
+  Status attach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& gid);
+  Status detach_mcast(uint32_t qpn, const std::array<uint8_t, 16>& gid);
+  uint32_t mcast_groups() const { return static_cast<uint32_t>(mcast_.size()); }
+
   // Datapath (owning thread). Frames passed to rx_burst are only read during the
   // call. tx_build fills up to n buffers (bufs[i].data, bufs[i].cap) and sets
   // bufs[i].len; it returns the number filled.
@@ -312,6 +324,9 @@ class Engine {
 
   // ud.cc.
   void ud_receive(Qp& qp, const wire::PacketView& pv);
+  // mcast.cc: a UD datagram to DQPN 0xFFFFFF, to every QP attached to its group.
+  void mcast_receive(const wire::PacketView& pv);
+  void mcast_detach_all(uint32_t qpn);
   Build build_ud_send(Qp& qp, datapath::Frame& buf);
 
   // rx_dispatch.cc.
@@ -359,6 +374,12 @@ class Engine {
   // Queued asynchronous events, oldest first (reserved: one entry per SRQ / QP).
   std::vector<uint32_t> srq_limit_events_;  // srq_ids
   std::vector<uint32_t> last_wqe_events_;   // QPNs
+  // Multicast groups with a QP of this engine attached (attach order).
+  struct McastGroup {
+    std::array<uint8_t, 16> gid{};
+    std::vector<uint32_t> qpns;
+  };
+  std::vector<McastGroup> mcast_;
   EngineCounters counters_;
 };
 

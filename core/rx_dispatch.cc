@@ -110,6 +110,16 @@ void Engine::dispatch(const wire::PacketView& pv, uint64_t now_ns) {
     return;
   }
   const wire::Bth& bth = pv.bth();
+  if (bth.dest_qpn() == wire::kMulticastQpn) {
+    if ((bth.pkey() & 0x7FFF) != (wire::kDefaultPkey & 0x7FFF)) {
+      ++counters_.rx_drop[static_cast<size_t>(Drop::kBadPkey)];
+    } else if (!info.has(wire::kUd)) {
+      ++counters_.rx_drop[static_cast<size_t>(Drop::kOpcodeForQpType)];
+    } else {
+      mcast_receive(pv);
+    }
+    return;
+  }
   Qp* qp = find_qp(bth.dest_qpn());
   if (qp == nullptr) {
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnknownQp)];

@@ -2,7 +2,9 @@
 // UD: SEND_ONLY (+immediate) with a DETH. Q_Key check on receive (a WR Q_Key
 // with the high bit set means the QP's own Q_Key, IBA 10.2.5), the 40-byte GRH
 // area first in every receive buffer (IPv4: the IPv4 header in its last 20
-// bytes; IPv6: the IPv6 header), kWcGrh, src_qp from the DETH. The receive WQE
+// bytes; IPv6: the IPv6 header), kWcGrh, src_qp from the DETH, sl the RoCE
+// packet type as a ConnectX reports it (verbs.h WcRoceSl), pkey_index, slid and
+// dlid_path_bits 0. The receive WQE
 // comes from the RQ or the SRQ; none: the datagram is dropped and counted. A
 // local error on a send WQE moves the QP to SQE (the receive side keeps working).
 #include <cstring>
@@ -78,6 +80,7 @@ void Engine::ud_receive(Qp& qp, const wire::PacketView& pv) {
   wc.qp_num = qp.qpn;
   wc.src_qp = deth->src_qpn();
   wc.wc_flags = flags;
+  wc.sl = kWcSlRoceV2 | (pv.ipv6 ? kWcSlL3Ipv6 : kWcSlL3Ipv4);
   emit_cqe(qp, false, wc);
   ++qp.rq.tail;
   r.rwqe_held = false;

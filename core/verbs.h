@@ -97,6 +97,17 @@ enum WcFlags : uint32_t {  // IBV_WC_*
   kWcWithInv = 1u << 3,
 };
 
+// ibv_wc.sl of a UD receive, as a ConnectX reports it over RoCE (mlx5 PRM, quoted
+// in UCX's ud_iface.h; rdma-core providers/mlx5/cq.c: sl = CQE flags_rqpn[27:24]):
+// bit 3 set when the frame carries a UDP header (RoCE v2), bits 2:0 the L3 header
+// type (kernel mlx5 MLX5_CQE_ROCE_L3_HEADER_TYPE_*: 0 GRH, 1 IPv6, 2 IPv4). UCX
+// 1.13-1.18 take `sl & 7` as the L3 type to find the destination GID in the GRH area.
+enum WcRoceSl : uint8_t {
+  kWcSlL3Ipv6 = 0x1,
+  kWcSlL3Ipv4 = 0x2,
+  kWcSlRoceV2 = 0x8,  // UDP header present
+};
+
 // Everything needed to address a peer on the wire (the resolved form of ibv_ah_attr
 // with a GRH: RoCEv2 always carries one). GIDs are 16 bytes; an IPv4 peer is the
 // IPv4-mapped IPv6 address ::ffff:a.b.c.d, exactly as a RoCEv2 GID table holds it.

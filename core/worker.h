@@ -8,7 +8,10 @@
 // qpn_stride / qpn_offset), so the owner of a packet is arithmetic on its
 // destination QPN. A packet that arrives on another worker's queue is copied
 // into that worker's inbound SPSC ring (Handoff) and processed there; QP1 and
-// anything below the first QPN belong to worker 0.
+// anything below the first QPN belong to worker 0. A multicast datagram (DQPN
+// 0xFFFFFF) is processed by the worker that received it and copied to every
+// other worker the Handoff lists as a multicast member (one with a QP attached
+// to some group).
 //
 // One-host loopback (enable_local_delivery; ports with a real wire): a built
 // frame whose destination MAC is the port's own never reaches the backend. It
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -33,6 +37,7 @@
 
 #include "core/engine.h"
 #include "core/spsc_ring.h"
+#include "core/wire/bth.h"
 #include "core/wire/peek.h"
 #include "datapath/datapath.h"
 
@@ -57,6 +62,18 @@ class Handoff {
   }
   uint32_t workers() const { return workers_; }
   SpscFrameRing& ring(uint32_t from, uint32_t to) { return *rings_[size_t{from} * workers_ + to]; }
+  // Workers with a QP attached to a multicast group (bit w; at most 64 workers):
+  // written by the control plane after an attach / detach on worker w, read by
+  // every worker for each multicast frame it receives.
+  void set_mcast_member(uint32_t w, bool member) {
+    if (w >= 64) return;
+    if (member) {
+      mcast_members_.fetch_or(uint64_t{1} << w, std::memory_order_relaxed);
+    } else {
+      mcast_members_.fetch_and(~(uint64_t{1} << w), std::memory_order_relaxed);
+    }
+  }
+  uint64_t mcast_members() const { return mcast_members_.load(std::memory_order_relaxed); }
 
   // Control plane, before the workers start: worker w's wake descriptor.
   void set_wake_fd(uint32_t w, int fd) { sleepers_[w].fd = fd; }
@@ -89,6 +106,7 @@ class Handoff {
     int fd = -1;                        // set by the control plane before start
   };
   uint32_t workers_;
+  std::atomic<uint64_t> mcast_members_{0};
   std::vector<std::unique_ptr<SpscFrameRing>> rings_;
   std::unique_ptr<Sleeper[]> sleepers_;
 };
@@ -235,7 +253,13 @@ class Worker {
     for (uint32_t i = 0; i < n; ++i) {
       uint32_t qpn;
       uint32_t owner = index_;
-      if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) owner = owner_of(qpn);
+      if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) {
+        if (qpn == wire::kMulticastQpn) {
+          copy_to_mcast_members(rx[i], &pushed);
+        } else {
+          owner = owner_of(qpn);
+        }
+      }
       if (owner == index_) {
         mine[k++] = rx[i];
       } else if (handoff_->ring(index_, owner).push(rx[i].data, rx[i].len)) {
@@ -247,6 +271,23 @@ class Worker {
     }
     wake_owners(pushed);
     return k;
+  }
+
+  // A multicast frame: a copy for every other worker with a QP in some group
+  // (their bits are added to *pushed, as in hand_over).
+  void copy_to_mcast_members(const datapath::Frame& f, uint64_t* pushed) {
+    uint64_t m = handoff_->mcast_members() & ~(uint64_t{1} << index_);
+    while (m != 0) {
+      const uint32_t to = static_cast<uint32_t>(std::countr_zero(m));
+      m &= m - 1;
+      if (to >= handoff_->workers()) break;
+      if (handoff_->ring(index_, to).push(f.data, f.len)) {
+        ++counters_.handoff_out;
+        *pushed |= uint64_t{1} << (to < 63 ? to : 63);
+      } else {
+        ++counters_.handoff_full;
+      }
+    }
   }
 
   // Takes the frames of a built burst addressed to the port's own MAC out of

@@ -69,6 +69,9 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   o.max_srq = i(l.max_srq);
   o.max_srq_wr = i(l.max_srq_wr);
   o.max_srq_sge = i(l.max_srq_sge);
+  o.max_mcast_grp = i(l.max_mcast_grp);
+  o.max_mcast_qp_attach = i(l.max_mcast_qp_attach);
+  o.max_total_mcast_qp_attach = i(l.max_total_mcast_qp_attach);
   o.max_pkeys = BURST_PKEY_TABLE_LEN;
   o.local_ca_ack_delay = kLocalCaAckDelay;
   o.phys_port_cnt = 1;
@@ -151,7 +154,7 @@ const verbs_context_ops kContextOps = {
     .alloc_td = BURST_UNSUPPORTED(alloc_td),
     .async_event = async_event,
     .attach_counters_point_flow = BURST_UNSUPPORTED(attach_counters_point_flow),
-    .attach_mcast = BURST_UNSUPPORTED(attach_mcast),
+    .attach_mcast = attach_mcast,
     .bind_mw = BURST_UNSUPPORTED(bind_mw),
     .close_xrcd = BURST_UNSUPPORTED(close_xrcd),
     .cq_event = cq_event,
@@ -180,7 +183,7 @@ const verbs_context_ops kContextOps = {
     .destroy_rwq_ind_table = BURST_UNSUPPORTED(destroy_rwq_ind_table),
     .destroy_srq = destroy_srq,
     .destroy_wq = BURST_UNSUPPORTED(destroy_wq),
-    .detach_mcast = BURST_UNSUPPORTED(detach_mcast),
+    .detach_mcast = detach_mcast,
     .free_context = free_context,
     .free_dm = BURST_UNSUPPORTED(free_dm),
     .get_srq_num = BURST_UNSUPPORTED(get_srq_num),
@@ -225,7 +228,8 @@ Limits limits_from_hello(const burst_ctl_hello_resp& h) {
   return Limits{h.max_qp,      h.max_qp_wr,       h.max_sge,         h.max_cq,
                 h.max_cqe,     h.max_pd,          h.max_inline_data, h.max_qp_rd_atom,
                 h.max_mr,      h.max_ah,          h.max_srq,         h.max_srq_wr,
-                h.max_srq_sge, h.max_res_rd_atom, h.max_msg_sz,      h.max_mr_size};
+                h.max_srq_sge, h.max_res_rd_atom, h.max_msg_sz,      h.max_mr_size,
+                h.max_mcast_grp, h.max_mcast_qp_attach, h.max_total_mcast_qp_attach};
 }
 
 // burstd could not be reached (err says why): said on stderr once per process,

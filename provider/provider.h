@@ -53,6 +53,7 @@ struct Limits {
   uint32_t max_qp, max_qp_wr, max_sge, max_cq, max_cqe, max_pd, max_inline_data, max_qp_rd_atom;
   uint32_t max_mr, max_ah, max_srq, max_srq_wr, max_srq_sge, max_res_rd_atom, max_msg_sz;
   uint64_t max_mr_size;
+  uint32_t max_mcast_grp, max_mcast_qp_attach, max_total_mcast_qp_attach;
 };
 
 // One ibv_open_device(). Allocated by libibverbs (_verbs_init_and_alloc_context)
@@ -215,6 +216,10 @@ int modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask);
 int query_qp(ibv_qp* qp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr);
 int destroy_qp(ibv_qp* qp);
 int ah_to_wire(const ibv_ah_attr& ah, burst_ctl_ah* out);
+
+// mcast_control.cc: UD multicast attachments through burstd.
+int attach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
+int detach_mcast(ibv_qp* qp, const ibv_gid* gid, uint16_t lid);
 
 // post_wr.cc: posting work requests on the shared-memory rings.
 int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad_wr);

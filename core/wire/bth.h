@@ -19,6 +19,7 @@ namespace burst::wire {
 
 constexpr uint16_t kDefaultPkey = 0xFFFF;
 constexpr uint32_t kQpnMask = 0xFFFFFF;
+constexpr uint32_t kMulticastQpn = 0xFFFFFF;  // IBA 9.8.1: DQPN of a UD multicast datagram
 
 class Bth {
  public:

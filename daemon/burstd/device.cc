@@ -2,6 +2,7 @@
 #include "daemon/burstd/device.h"
 
 #include "abi/burst_limits.h"
+#include "core/worker.h"
 #include "daemon/burstd/log.h"
 
 namespace burst::burstd {
@@ -102,6 +103,10 @@ void Device::start() {
 
 void Device::stop() {
   for (auto& w : workers_) w->stop();
+}
+
+void Device::set_mcast_member(uint32_t w, bool member) {
+  if (core::Handoff* h = port_->handoff(); h != nullptr) h->set_mcast_member(w, member);
 }
 
 uint8_t Device::port_state() const {

@@ -75,6 +75,9 @@ class Device {
   // on a DPDK port without one. 0 or an errno value with *message.
   int resolve_dmac(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                    std::string* message) const;
+  // Whether worker w has a QP attached to a multicast group: the workers copy
+  // multicast frames to it (core::Handoff). Control thread.
+  void set_mcast_member(uint32_t w, bool member);
 
  private:
   Device() = default;

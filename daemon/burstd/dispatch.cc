@@ -42,6 +42,9 @@ constexpr Limit kLimits[] = {
     {&burst_ctl_hello_resp::max_srq_wr, BURST_MAX_SRQ_WR, false},
     {&burst_ctl_hello_resp::max_srq_sge, BURST_MAX_SRQ_SGE, false},
     {&burst_ctl_hello_resp::max_msg_sz, BURST_MAX_MSG_SIZE, false},
+    {&burst_ctl_hello_resp::max_mcast_grp, BURST_MAX_MCAST_GRP, false},
+    {&burst_ctl_hello_resp::max_mcast_qp_attach, BURST_MAX_MCAST_QP_ATTACH, false},
+    {&burst_ctl_hello_resp::max_total_mcast_qp_attach, BURST_MAX_TOTAL_MCAST_QP_ATTACH, false},
 };
 
 void fill_limits(uint32_t workers, burst_ctl_hello_resp* r) {

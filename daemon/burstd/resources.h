@@ -112,6 +112,14 @@ class Resources {
   int destroy_srq(uint32_t client, uint32_t handle);
   int modify_srq(uint32_t client, const burst_ctl_modify_srq_req& req);
   int query_srq(uint32_t client, uint32_t handle, burst_ctl_srq_attr* out);
+  // UD multicast (resources_mcast.cc). attach: 0 (also when attached already),
+  // EINVAL (not a UD QP, not a multicast GID), ENOENT (unknown QP), ENOMEM (a
+  // BURST_MAX_MCAST_* limit), or why the netdev join failed. detach: EINVAL
+  // when not attached. A QP with attachments cannot be destroyed (EBUSY, as
+  // uverbs); a client that goes away loses its attachments.
+  int attach_mcast(uint32_t client, const burst_ctl_mcast_req& req);
+  int detach_mcast(uint32_t client, const burst_ctl_mcast_req& req);
+  uint32_t mcast_group_count() const { return static_cast<uint32_t>(mcast_.size()); }
 
   // QPs with qpn >= start, ascending, at most max; *total = QPs listed in all
   // pages, *next = start of the next page (0 if none). only_uid >= 0: only the
@@ -238,6 +246,12 @@ class Resources {
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
+  // Multicast (resources_mcast.cc): whether the QP has attachments; dropping a
+  // client's (before its QPs are destroyed); one member less in group g.
+  bool qp_in_mcast(uint32_t client, uint32_t handle) const;
+  void mcast_release_client(uint32_t client);
+  struct McastGroup;
+  void mcast_remove(const std::array<uint8_t, 16>& g, McastGroup& group, size_t member);
   shm::ShmRegion* doorbell(uint32_t worker);  // created on first use; nullptr on failure
 
   Device& device_;
@@ -249,6 +263,21 @@ class Resources {
   std::map<uint32_t, Client> clients_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker
   AhTable ahs_;
+  // Multicast groups with an attached QP: the members and the kernel's
+  // membership on the netdev (a UDP socket joined to the group; -1: no netdev).
+  struct McastMember {
+    uint32_t client = 0;
+    uint32_t qp_handle = 0;
+    uint32_t qpn = 0;
+    uint32_t worker = 0;
+  };
+  struct McastGroup {
+    std::vector<McastMember> members;
+    int join_fd = -1;
+  };
+  std::map<std::array<uint8_t, 16>, McastGroup> mcast_;
+  uint32_t mcast_members_ = 0;              // attachments over every group
+  std::vector<uint32_t> mcast_per_worker_;  // attachments per worker (Handoff member bits)
 };
 
 }  // namespace burst::burstd

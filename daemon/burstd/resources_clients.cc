@@ -132,6 +132,7 @@ Resources::Released Resources::release_client(uint32_t client) {
   Released r;
   auto cit = clients_.find(client);
   if (cit == clients_.end()) return r;
+  mcast_release_client(client);
   Client& c = cit->second;
   for (uint32_t w = 0; w < device_.workers(); ++w) {
     std::vector<uint32_t> qpns;

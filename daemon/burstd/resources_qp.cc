@@ -193,6 +193,7 @@ int Resources::destroy_qp(uint32_t client, uint32_t handle) {
   Client* c = nullptr;
   const Qp* found = find_object(client, &Client::qps, handle, &c);
   if (found == nullptr) return ENOENT;
+  if (qp_in_mcast(client, handle)) return EBUSY;  // detach first (uverbs_free_qp)
   const Qp qp = *found;
   if (int e = on_worker_status(qp.worker,
                                [&](WorkerBase& wk) {

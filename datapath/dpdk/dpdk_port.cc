@@ -429,6 +429,11 @@ DpdkError DpdkPort::Configure(const DpdkConfig& c) {
                                     ? " (a memif client starts after its server: is it up?)"
                                     : ""));
   started_ = true;
+  // UD multicast (ibv_attach_mcast): take every multicast MAC, the engines keep
+  // what a QP is attached to (no kernel stands behind the port to join groups).
+  if (int rc = rte_eth_allmulticast_enable(port_id_); rc != 0)
+    notes_ += std::string(notes_.empty() ? "" : "; ") + driver_ +
+              " has no all-multicast mode (UD multicast receives only what it lets in)";
   rte_ether_addr mac{};
   rte_eth_macaddr_get(port_id_, &mac);
   std::memcpy(mac_.data(), mac.addr_bytes, 6);

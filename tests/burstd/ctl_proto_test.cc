@@ -270,11 +270,12 @@ class DispatchTest : public testing::Test {
     EXPECT_EQ(call(s, r, &out), 0);
     return reinterpret_cast<burst_ctl_create_cq_resp*>(out.data())->cq_handle;
   }
-  int create_qp(Session& s, uint32_t pd, uint32_t cq, burst_ctl_create_qp_resp* resp) {
+  int create_qp(Session& s, uint32_t pd, uint32_t cq, burst_ctl_create_qp_resp* resp,
+                uint8_t qp_type = 2) {
     auto r = request<burst_ctl_create_qp_req>(BURST_CTL_OP_CREATE_QP);
     r.pd_handle = pd;
     r.send_cq_handle = r.recv_cq_handle = cq;
-    r.qp_type = 2;
+    r.qp_type = qp_type;
     r.cap.max_send_wr = r.cap.max_recv_wr = 16;
     r.cap.max_send_sge = r.cap.max_recv_sge = 1;
     std::vector<uint8_t> out;
@@ -374,6 +375,53 @@ TEST_F(DispatchTest, HelloDescribesTheDevice) {
   EXPECT_EQ(r->active_mtu, 3);  // 1024 on a 1500-byte link
   EXPECT_EQ(r->port_state, BURST_CTL_PORT_ACTIVE);
   EXPECT_EQ(r->max_qp, 2048u);
+  EXPECT_EQ(r->max_mcast_grp, BURST_MAX_MCAST_GRP);
+  EXPECT_EQ(r->max_mcast_qp_attach, BURST_MAX_MCAST_QP_ATTACH);
+  EXPECT_EQ(r->max_total_mcast_qp_attach, BURST_MAX_TOTAL_MCAST_QP_ATTACH);
+}
+
+// ATTACH_MCAST / DETACH_MCAST: per client, with the uverbs errnos; a client
+// that goes away loses its attachments (and the group goes with the last).
+TEST_F(DispatchTest, McastAttachmentsArePerClientAndGoWithIt) {
+  hello(a_);
+  hello(b_);
+  const uint32_t pd = alloc_pd(a_);
+  const uint32_t cq = create_cq(a_);
+  burst_ctl_create_qp_resp ud1{}, ud2{}, rc{};
+  ASSERT_EQ(create_qp(a_, pd, cq, &ud1, 4), 0);
+  ASSERT_EQ(create_qp(a_, pd, cq, &ud2, 4), 0);  // on the other worker
+  ASSERT_EQ(create_qp(a_, pd, cq, &rc), 0);
+  auto m = request<burst_ctl_mcast_req>(BURST_CTL_OP_ATTACH_MCAST);
+  const uint8_t group[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 1, 1};
+  std::memcpy(m.gid, group, 16);
+  m.qp_handle = rc.qp_handle;
+  EXPECT_EQ(call(a_, m), EINVAL);  // not UD
+  m.qp_handle = ud1.qp_handle;
+  EXPECT_EQ(call(b_, m), ENOENT);  // not b's QP
+  EXPECT_EQ(call(a_, m), 0);
+  EXPECT_EQ(call(a_, m), 0);  // twice
+  m.qp_handle = ud2.qp_handle;
+  EXPECT_EQ(call(a_, m), 0);
+  EXPECT_EQ(res_->mcast_group_count(), 1u);
+  auto unicast = m;
+  std::memcpy(unicast.gid, device_->info().gids[1].data(), 16);
+  EXPECT_EQ(call(a_, unicast), EINVAL);
+  auto d = request<burst_ctl_handle_req>(BURST_CTL_OP_DESTROY_QP);
+  d.handle = ud1.qp_handle;
+  EXPECT_EQ(call(a_, d), EBUSY);  // attached
+  auto det = request<burst_ctl_mcast_req>(BURST_CTL_OP_DETACH_MCAST);
+  std::memcpy(det.gid, group, 16);
+  det.qp_handle = rc.qp_handle;
+  EXPECT_EQ(call(a_, det), EINVAL);  // never attached
+  det.qp_handle = ud1.qp_handle;
+  EXPECT_EQ(call(a_, det), 0);
+  EXPECT_EQ(call(a_, det), EINVAL);
+  EXPECT_EQ(call(a_, d), 0);
+  EXPECT_EQ(res_->mcast_group_count(), 1u);  // ud2 is still in it
+  disp_->close_session(a_, "closed");
+  EXPECT_EQ(res_->mcast_group_count(), 0u);
+  EXPECT_EQ(res_->qp_count(), 0u);
+  disp_->open_session(a_);  // for TearDown
 }
 
 TEST_F(DispatchTest, MalformedRequestsGetErrorsNeverACrash) {

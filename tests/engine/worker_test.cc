@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Worker<Backend> with several workers on one port: frames that arrive on one
 // worker's queue for a QP of another worker are handed over through the SPSC
-// rings and processed by the owner; QPNs of the engines never collide.
+// rings and processed by the owner; QPNs of the engines never collide. A
+// multicast datagram (DQPN 0xFFFFFF) is processed where it arrived and copied
+// to each worker the Handoff lists as a multicast member, and to no other.
 #include "core/worker.h"
 
 #include <gtest/gtest.h>
@@ -173,6 +175,80 @@ TEST(Worker, QpnsAreStripedAndPacketsReachTheirOwner) {
     EXPECT_EQ(c.rx_packets, sent_to[w]) << "worker " << w;
     EXPECT_EQ(c.rx_drop[static_cast<size_t>(core::Drop::kUnknownQp)], 0u) << "worker " << w;
   }
+}
+
+TEST(Worker, MulticastCopiedToMemberWorkersOnly) {
+  constexpr uint32_t kWorkers = 3;
+  Side side[kWorkers];
+  core::Handoff handoff(kWorkers, 64, 2048);
+  std::vector<std::unique_ptr<core::Worker<FakeQueue>>> workers;
+  const std::array<uint8_t, 16> group = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 0, 0, 9};
+  uint32_t qpn[kWorkers] = {};
+  for (uint32_t w = 0; w < kWorkers; ++w) {
+    side[w].engine =
+        std::make_unique<core::Engine>(config(kWorkers, w), side[w].mrs, side[w].copier);
+    workers.push_back(
+        std::make_unique<core::Worker<FakeQueue>>(*side[w].engine, side[w].queue, &handoff, w));
+    ASSERT_TRUE(side[w].engine->create_cq(64, &side[w].cq).ok());
+    core::QpInitAttr ia;
+    ia.type = core::QpType::kUd;
+    ia.pd = side[w].mrs.alloc_pd();
+    ia.send_cq = ia.recv_cq = side[w].cq;
+    ASSERT_TRUE(side[w].engine->create_qp(ia, &qpn[w]).ok());
+    core::QpAttr a;
+    a.qp_state = core::QpState::kInit;
+    a.qkey = 7;
+    a.port_num = 1;
+    ASSERT_TRUE(side[w]
+                    .engine
+                    ->modify_qp(qpn[w], a,
+                                core::kQpState | core::kQpPkeyIndex | core::kQpPort | core::kQpQkey)
+                    .ok());
+    a.qp_state = core::QpState::kRtr;
+    ASSERT_TRUE(side[w].engine->modify_qp(qpn[w], a, core::kQpState).ok());
+  }
+  // Workers 0 and 2 have a QP in the group; worker 1 has none.
+  ASSERT_TRUE(side[0].engine->attach_mcast(qpn[0], group).ok());
+  ASSERT_TRUE(side[2].engine->attach_mcast(qpn[2], group).ok());
+  handoff.set_mcast_member(0, true);
+  handoff.set_mcast_member(2, true);
+  EXPECT_EQ(handoff.mcast_members(), 0b101u);
+  wire::PathHeaders path{};
+  path.smac = {2, 0, 0, 0, 0, 2};
+  path.dmac = {0x01, 0x00, 0x5e, 0, 0, 9};
+  path.sgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2};
+  path.dgid = group;
+  path.hop_limit = 64;
+  path.udp_sport = 0xC001;
+  std::vector<uint8_t> f(200);
+  wire::FrameWriter fw(f.data(), static_cast<uint32_t>(f.size()), path, wire::op::kUdSendOnly, 16);
+  ASSERT_TRUE(fw.ok());
+  fw.bth().set_dest_qpn(wire::kMulticastQpn);
+  fw.deth().set_qkey(7);
+  fw.deth().set_src_qpn(0x99);
+  f.resize(fw.finish());
+  side[1].queue.inbox.push_back(f);  // arrives on worker 1, which has no member
+  for (int round = 0; round < 5; ++round)
+    for (uint32_t w = 0; w < kWorkers; ++w) workers[w]->poll_once(1000 + round);
+  EXPECT_EQ(workers[1]->counters().handoff_out, 2u);
+  EXPECT_EQ(workers[0]->counters().handoff_in, 1u);
+  EXPECT_EQ(workers[2]->counters().handoff_in, 1u);
+  // Worker 1 looked at it and found no member of the group; 0 and 2 reached
+  // their QP (no receive WQE posted: a UD drop for lack of one).
+  const auto drop = [&](uint32_t w, core::Drop d) {
+    return side[w].engine->counters().rx_drop[static_cast<size_t>(d)];
+  };
+  EXPECT_EQ(drop(1, core::Drop::kMcastUnattached), 1u);
+  EXPECT_EQ(drop(0, core::Drop::kUdNoRwqe), 1u);
+  EXPECT_EQ(drop(2, core::Drop::kUdNoRwqe), 1u);
+  // Worker 2 leaves: a second datagram on worker 1 is copied to worker 0 only.
+  handoff.set_mcast_member(2, false);
+  side[1].queue.inbox.push_back(f);
+  for (int round = 0; round < 5; ++round)
+    for (uint32_t w = 0; w < kWorkers; ++w) workers[w]->poll_once(2000 + round);
+  EXPECT_EQ(workers[1]->counters().handoff_out, 3u);
+  EXPECT_EQ(workers[2]->counters().handoff_in, 1u);
+  EXPECT_EQ(drop(0, core::Drop::kUdNoRwqe), 2u);
 }
 
 }  // namespace

@@ -114,7 +114,7 @@ pair() {
   fi
   {
     echo "== $name (server ${sargs[*]})"
-    grep -E "bytes in|usec/iter|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$co" | head -40
+    grep -E "bytes in|usec/iter|^Final:|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$co" | head -40
   } >>"$REPORT"
   return 0
 }
@@ -145,6 +145,18 @@ pair read_bw_sweep 300 ib_read_bw "${P[@]}" -a -n 50 -- ib_read_bw "${P[@]}" -a 
 pair send_bw 120 ib_send_bw "${P[@]}" -s 65536 -n 500 -- ib_send_bw "${P[@]}" -s 65536 -n 500
 pair send_bw_q8 120 ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8 -- ib_send_bw "${P[@]}" -s 65536 -n 200 -q 8
 pair send_bw_sweep 300 ib_send_bw "${P[@]}" -a -n 50 -- ib_send_bw "${P[@]}" -a -n 50
+# UD multicast (perftest -g: on Ethernet no SA join, only ibv_attach_mcast): the
+# server's QP attaches to 239.1.2.4 (-M takes 16 decimal bytes), the client
+# sends to it with DQPN 0xFFFFFF.
+MG=0:0:0:0:0:0:0:0:0:0:255:255:239:1:2:4
+pair send_bw_mcast 120 ib_send_bw "${P[@]}" -c UD -g -M "$MG" -s 1024 -n 200 -- \
+  ib_send_bw "${P[@]}" -c UD -g -M "$MG" -s 1024 -n 200
+# UCX 1.13 ud_verbs over the IPv4-mapped GID: its receive filter takes wc.sl & 7
+# as the L3 type (2 = IPv4) to find the destination GID in the GRH area.
+if command -v ucx_perftest >/dev/null; then
+  U=(env UCX_IB_GID_INDEX=1 UCX_NET_DEVICES=burst0:1 ucx_perftest -d burst0:1 -x ud_verbs -n 1000)
+  pair ucx_ud_am_lat 120 "${U[@]}" -t am_lat -- "${U[@]}" -t am_lat
+fi
 pair atomic_bw 120 ib_atomic_bw "${P[@]}" -n 500 -- ib_atomic_bw "${P[@]}" -n 500
 pair atomic_bw_cas 120 ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200 -- ib_atomic_bw "${P[@]}" -A CMP_AND_SWAP -n 200
 pair atomic_bw_q8 120 ib_atomic_bw "${P[@]}" -n 200 -q 8 -- ib_atomic_bw "${P[@]}" -n 200 -q 8

@@ -65,6 +65,12 @@ TEST_F(UdTest, SendReceiveWithGrhArea) {
   EXPECT_EQ(wb[0].qp_num, qb);
   EXPECT_EQ(wb[0].wc_flags, kWcGrh | kWcWithImm);
   EXPECT_EQ(wb[0].imm_data, 0x5a5a0001u);
+  // What a ConnectX reports: RoCE v2 (UDP) over IPv4 in sl, UCX 1.13 reads sl & 7 == 2.
+  EXPECT_EQ(wb[0].sl, 0xAu);
+  EXPECT_EQ(wb[0].sl & 7, 2);
+  EXPECT_EQ(wb[0].pkey_index, 0u);
+  EXPECT_EQ(wb[0].slid, 0u);
+  EXPECT_EQ(wb[0].dlid_path_bits, 0u);
   // IPv4 peer: 20 zero bytes, then the received IPv4 header.
   EXPECT_EQ(Bytes(dst.begin(), dst.begin() + 20), Bytes(20, 0));
   EXPECT_EQ(dst[20], 0x45);                                                   // version 4, IHL 5
@@ -241,6 +247,8 @@ TEST(UdIpv6, GrhAreaHoldsTheIpv6Header) {
   ASSERT_EQ(wc.size(), 1u);
   EXPECT_EQ(wc[0].byte_len, 340u);
   EXPECT_EQ(wc[0].wc_flags, kWcGrh);
+  EXPECT_EQ(wc[0].sl, 0x9u);  // RoCE v2 (UDP) over IPv6
+  EXPECT_EQ(wc[0].src_qp, qa);
   EXPECT_EQ(dst[0] >> 4, 6);  // IPv6 version nibble
   EXPECT_EQ(dst[7], 7);       // hop limit
   EXPECT_EQ(0, std::memcmp(dst.data() + 8, v6_gid(1).data(), 16));
