@@ -8,8 +8,10 @@
 # GIDs: UCX's own choice, and the IPv4-mapped GID forced (UCX_IB_GID_INDEX=1).
 # Every application runs unmodified under `burstctl run`; the only UCX variables set are
 # UCX_TLS / UCX_NET_DEVICES (which transport to test) and UCX_IB_GID_INDEX (the forced GID).
-# Open MPI picks pml ucx through its own device check with the one MCA setting a user adds
-# (opal_common_ucx_devices = mlx*,burst*); nothing forces `--mca pml ucx`.
+# Open MPI picks pml ucx through its own device check (priority 51 against ob1's 20) with the MCA
+# settings a burst user adds (docs/consumers.md): opal_common_ucx_devices = mlx*,burst*, and, since
+# Debian's /etc/openmpi/openmpi-mca-params.conf excludes it (pml = ^ucx), pml = ob1,ucx, which lets
+# Open MPI choose between the two; nothing forces `--mca pml ucx`.
 # Usage: consumers_test.sh BURSTCTL BURSTD [CASES...]
 #   CASES: info ucx_two ucx_one ucx_two_gid1 ucx_one_gid1 mpi_two mpi_one asyncwatch perftest
 #   (default: all). BURST_CONSUMERS_FULL=1 runs the full size sweeps (8 B .. 4 MiB, NetPIPE to
@@ -202,17 +204,17 @@ mpi() {  # PLACEMENT
   [[ $FULL == 1 ]] && np=(-u 8388608)
   local mca=(--allow-run-as-root --hostfile "$hf" -np 2 --mca plm_rsh_agent "$HERE/nsrsh.sh"
     --mca oob_tcp_if_include 10.47.0.0/24 --mca btl ^openib
-    --mca opal_common_ucx_devices 'mlx*,burst*' --mca pml_base_verbose 10
+    --mca pml ob1,ucx --mca opal_common_ucx_devices 'mlx*,burst*' --mca pml_base_verbose 10
     -x UCX_NET_DEVICES=burst0:1 -x UCX_TLS=rc_v,self)
   log "Open MPI NetPIPE: $p host(s), integrity check"
-  nsenter --net=/run/netns/"$NA" timeout 300 mpirun "${mca[@]}" NPopenmpi -i "${np[@]}" \
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 300 mpirun "${mca[@]}" NPopenmpi -i "${np[@]}" \
     -o "$TMP/np-i.$p" >"$out.i" 2>&1
   local irc=$?
   log "Open MPI NetPIPE: $p host(s), performance"
-  nsenter --net=/run/netns/"$NA" timeout 300 mpirun "${mca[@]}" NPopenmpi "${np[@]}" \
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 300 mpirun "${mca[@]}" NPopenmpi "${np[@]}" \
     -o "$TMP/np.$p" >"$out" 2>&1
   local rc=$?
-  local cmd="mpirun -np 2 --mca opal_common_ucx_devices 'mlx*,burst*' NPopenmpi ${np[*]} ($p host$([[ $p == two ]] && echo s))"
+  local cmd="mpirun -np 2 --mca pml ob1,ucx --mca opal_common_ucx_devices 'mlx*,burst*' NPopenmpi ${np[*]} ($p host$([[ $p == two ]] && echo s))"
   # pml ucx must have been chosen by Open MPI's own selection, on every rank.
   local sel
   sel=$(grep -c "selected ucx" "$out")

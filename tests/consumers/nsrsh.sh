@@ -11,7 +11,7 @@ shift
 for w in ${NSRSH_SPEC:?nsrsh.sh: NSRSH_SPEC not set}; do
   IFS=: read -r ns dev sock <<<"$w"
   if [[ $ns == "$host" ]]; then
-    exec nsenter --net=/run/netns/"$ns" "${NSRSH_BURSTCTL:?}" run --netdev "$dev" --socket "$sock" \
+    exec nsenter --net=/run/netns/"$ns" env TMPDIR="${TMPDIR:-/tmp}" "${NSRSH_BURSTCTL:?}" run --netdev "$dev" --socket "$sock" \
       -- /bin/bash -c "$*"
   fi
 done
