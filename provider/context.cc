@@ -90,12 +90,15 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* input,
   o.hw_ver = 0;
   o.max_qp = i(l.max_qp);
   o.max_qp_wr = i(l.max_qp_wr);
-  o.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+  // Memory windows type 1 and 2B (bound to a QP), as rxe.
+  o.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+                       IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   o.max_sge = i(l.max_sge);
   o.max_sge_rd = i(l.max_sge);
   o.max_cq = i(l.max_cq);
   o.max_cqe = i(l.max_cqe);
   o.max_mr = i(l.max_mr);
+  o.max_mw = i(l.max_mr);  // windows and MRs share burstd's table (BURST_MAX_MW)
   o.max_pd = i(l.max_pd);
   o.max_qp_rd_atom = i(l.max_qp_rd_atom);
   o.max_qp_init_rd_atom = i(l.max_qp_rd_atom);
@@ -180,7 +183,7 @@ int query_qp_data_in_order_unsupported(ibv_qp*, ibv_wr_opcode, uint32_t) {
 const verbs_context_ops kContextOps = {
     .advise_mr = BURST_UNSUPPORTED(advise_mr),
     .alloc_dm = BURST_UNSUPPORTED(alloc_dm),
-    .alloc_mw = BURST_UNSUPPORTED(alloc_mw),
+    .alloc_mw = alloc_mw,
     .alloc_null_mr = BURST_UNSUPPORTED(alloc_null_mr),
     .alloc_parent_domain = BURST_UNSUPPORTED(alloc_parent_domain),
     .alloc_pd = alloc_pd,
@@ -188,7 +191,7 @@ const verbs_context_ops kContextOps = {
     .async_event = async_event,
     .attach_counters_point_flow = BURST_UNSUPPORTED(attach_counters_point_flow),
     .attach_mcast = BURST_UNSUPPORTED(attach_mcast),
-    .bind_mw = BURST_UNSUPPORTED(bind_mw),
+    .bind_mw = bind_mw,
     .close_xrcd = BURST_UNSUPPORTED(close_xrcd),
     .cq_event = cq_event,
     .create_ah = create_ah,
@@ -203,7 +206,7 @@ const verbs_context_ops kContextOps = {
     .create_srq = create_srq,
     .create_srq_ex = BURST_UNSUPPORTED(create_srq_ex),
     .create_wq = BURST_UNSUPPORTED(create_wq),
-    .dealloc_mw = BURST_UNSUPPORTED(dealloc_mw),
+    .dealloc_mw = dealloc_mw,
     .dealloc_pd = dealloc_pd,
     .dealloc_td = BURST_UNSUPPORTED(dealloc_td),
     .dereg_mr = dereg_mr,

@@ -100,6 +100,10 @@ class Resources {
   int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
              burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
+  // Memory windows (resources_mw.cc): *rkey is the window's first key.
+  int alloc_mw(uint32_t client, uint32_t pd_handle, uint32_t type, uint32_t* handle,
+               uint32_t* rkey);
+  int dealloc_mw(uint32_t client, uint32_t handle);
   // *region_fd and *wake_fd stay owned by burstd.
   int map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
                    int* region_fd, int* wake_fd);
@@ -164,6 +168,10 @@ class Resources {
     uint64_t bytes = 0;  // charged against RLIMIT_MEMLOCK (whole pages)
     AppMapping mapping;
   };
+  struct Mw {
+    uint32_t index = 0;  // MrTable entry (the rkey's index; its key byte changes at binds)
+    uint32_t pd = 0;     // handle
+  };
   struct Client {
     pid_t pid = 0;
     uid_t uid = 0;
@@ -180,6 +188,7 @@ class Resources {
     std::map<uint32_t, Cq> cqs;
     std::map<uint32_t, Qp> qps;
     std::map<uint32_t, Mr> mrs;
+    std::map<uint32_t, Mw> mws;
     std::map<uint32_t, uint32_t> ahs;  // handle -> AhTable slot
     std::map<uint32_t, Srq> srqs;
   };
@@ -238,6 +247,7 @@ class Resources {
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
+  void release_mws(Client& c);  // deallocated (unbound) before the MRs go
   shm::ShmRegion* doorbell(uint32_t worker);  // created on first use; nullptr on failure
 
   Device& device_;
