@@ -52,6 +52,21 @@ void MrTable::pd_unref(uint32_t pd) {
 
 Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
                        uint32_t access, uint32_t* lkey, uint32_t* rkey, uint32_t space) {
+  if (Status st = check_reg(pd, host_base, iova, length, access, space); !st.ok()) return st;
+  const uint32_t index = take_entry();
+  if (index == 0) return Errc::kNoMemory;
+  uint8_t gen = ++generation_[index];
+  const uint32_t key = (index << 8) | gen;
+  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
+  ++pds_[pd].refs;
+  ++mr_count_;
+  *lkey = key;
+  *rkey = key;
+  return Status::Ok();
+}
+
+Status MrTable::check_reg(uint32_t pd, const uint8_t* host_base, uint64_t iova, uint64_t length,
+                          uint32_t access, uint32_t space) const {
   if (!pd_valid(pd)) return Errc::kNotFound;
   if (space != MemSpaces::kLocal && spaces_.fd(space) < 0) return Errc::kInvalid;
   if ((access & ~kKnownAccess) != 0) return Errc::kInvalid;
@@ -62,15 +77,26 @@ Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t 
   }
   if (host_base == nullptr && length != 0) return Errc::kInvalid;
   if (length > UINT64_MAX - iova) return Errc::kInvalid;  // iova + length must not wrap
-  const uint32_t index = take_entry();
-  if (index == 0) return Errc::kNoMemory;
-  uint8_t gen = ++generation_[index];
-  const uint32_t key = (index << 8) | gen;
-  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
-  ++pds_[pd].refs;
-  ++mr_count_;
-  *lkey = key;
-  *rkey = key;
+  return Status::Ok();
+}
+
+Status MrTable::rereg_mr(uint32_t lkey, uint32_t pd, uint8_t* host_base, uint64_t iova,
+                         uint64_t length, uint32_t access, uint32_t space, bool new_key,
+                         uint32_t* out_lkey, uint32_t* out_rkey) {
+  const Mr* found = find(lkey);
+  if (found == nullptr || found->kind != kMr) return Errc::kNotFound;
+  if (found->mw_bound != 0) return Errc::kBusy;
+  if (Status st = check_reg(pd, host_base, iova, length, access, space); !st.ok()) return st;
+  const uint32_t index = lkey >> 8;
+  Mr& e = mrs_[index];
+  if (e.pd != pd) {
+    pd_unref(e.pd);
+    ++pds_[pd].refs;
+  }
+  const uint32_t key = new_key ? (index << 8) | ++generation_[index] : e.key;
+  e = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
+  *out_lkey = key;
+  *out_rkey = key;
   return Status::Ok();
 }
 

@@ -72,6 +72,13 @@ class MrTable {
   Status reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length, uint32_t access,
                 uint32_t* lkey, uint32_t* rkey, uint32_t space = MemSpaces::kLocal);
   Status dereg_mr(uint32_t lkey);  // kBusy while memory windows are bound to it
+  // ibv_rereg_mr: the MR `lkey` takes a new PD, range and access at once,
+  // checked as reg_mr; with new_key its keys change (a new translation: stale
+  // keys miss), else they stay (PD or access only, as rxe). kBusy while windows
+  // are bound to it; on any error the MR is unchanged.
+  Status rereg_mr(uint32_t lkey, uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
+                  uint32_t access, uint32_t space, bool new_key, uint32_t* out_lkey,
+                  uint32_t* out_rkey);
   // SEND_WITH_INVALIDATE and LOCAL_INV: an MR's rkey (and its lkey) stop working
   // until the MR is registered again; a type 2 MW returns to the free state
   // (bindable again). kNotFound for an unknown or not valid key, kPermission for
@@ -147,6 +154,8 @@ class MrTable {
 
   const Mr* find(uint32_t key) const;
   uint32_t take_entry();  // 0 when none is free
+  Status check_reg(uint32_t pd, const uint8_t* host_base, uint64_t iova, uint64_t length,
+                   uint32_t access, uint32_t space) const;
   void unbind(Mr& mw);
   static bool in_bounds(const Mr& mr, uint64_t addr, uint64_t len);
 

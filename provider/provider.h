@@ -187,6 +187,7 @@ void init_cq_ex_ops(Cq* cq);
 // mr_ah_control.cc: memory regions and address handles through burstd.
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
 int dereg_mr(verbs_mr* mr);
+int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 // mw_control.cc: memory windows through burstd; binding them is a work request.
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);

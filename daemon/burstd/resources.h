@@ -100,6 +100,9 @@ class Resources {
   int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
              burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
+  // ibv_rereg_mr; file_fd as reg_mr. resp->mr_handle is the request's.
+  int rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int file_fd,
+               burst_ctl_reg_mr_resp* resp);
   // Memory windows (resources_mw.cc): *rkey is the window's first key.
   int alloc_mw(uint32_t client, uint32_t pd_handle, uint32_t type, uint32_t* handle,
                uint32_t* rkey);
@@ -166,6 +169,7 @@ class Resources {
     uint32_t lkey = 0;   // 0 once revoked (deregistered from the MrTable)
     uint32_t pd = 0;     // handle
     uint64_t bytes = 0;  // charged against RLIMIT_MEMLOCK (whole pages)
+    uint32_t access = 0;  // IBV_ACCESS_*
     AppMapping mapping;
   };
   struct Mw {
@@ -247,6 +251,10 @@ class Resources {
   int resolve_dmac(core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
+  // Checks and maps [addr, addr + length) for an MR of `access` (REG_MR,
+  // REREG_MR): *mr gets the mapping and bytes, *host where burst reaches it.
+  int map_mr_range(Client& c, uint64_t addr, uint64_t length, uint32_t access, int file_fd,
+                   uint64_t charged, Mr* mr, uint8_t** host);
   void release_mws(Client& c);  // deallocated (unbound) before the MRs go
   shm::ShmRegion* doorbell(uint32_t worker);  // created on first use; nullptr on failure
 
