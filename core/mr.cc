@@ -176,13 +176,22 @@ Status MrTable::dealloc_mw(uint32_t index) {
   return Status::Ok();
 }
 
+const MrTable::Mr* MrTable::parent_of(const Mr& mw) const {
+  if (mw.mr_index == 0) return nullptr;
+  const Mr& mr = mrs_[mw.mr_index];
+  return mr.stamp == mw.mr_stamp && mr.valid ? &mr : nullptr;
+}
+
 void MrTable::unbind(Mr& mw) {
-  if (mw.mr_index != 0 && mrs_[mw.mr_index].mw_bound > 0) --mrs_[mw.mr_index].mw_bound;
+  // (A window whose MR changed under it, deregistered by the control plane
+  // racing the bind, no longer counts on any MR.)
+  if (parent_of(mw) != nullptr && mrs_[mw.mr_index].mw_bound > 0) --mrs_[mw.mr_index].mw_bound;
   mw.host = nullptr;
   mw.iova = mw.length = 0;
   mw.access = 0;
   mw.valid = false;
   mw.mr_index = mw.qpn = 0;
+  mw.mr_stamp = 0;
   mw.space = MemSpaces::kLocal;
   mw.stamp = ++next_stamp_;
 }
@@ -220,6 +229,7 @@ WcStatus MrTable::bind_mw(uint32_t pd, uint32_t qpn, const MwBind& b) {
     mw.space = mr->space;
     mw.valid = true;
     mw.mr_index = mr_index;
+    mw.mr_stamp = mr->stamp;
     ++mrs_[mr_index].mw_bound;
     if (mw.kind == kMw2) mw.qpn = qpn;
   }
@@ -252,7 +262,7 @@ uint8_t* MrTable::remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
     return nullptr;
   }
   // A window: a type 2 one only for its QP, and while its MR is valid.
-  if (mr->kind != kMr && ((mr->kind == kMw2 && mr->qpn != qpn) || !mrs_[mr->mr_index].valid)) {
+  if (mr->kind != kMr && ((mr->kind == kMw2 && mr->qpn != qpn) || parent_of(*mr) == nullptr)) {
     return nullptr;
   }
   if (space != nullptr) *space = mr->space;
@@ -278,6 +288,9 @@ uint8_t* MrTable::remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t l
   const Mr& mr = mrs_[rkey >> 8];
   ref->stamp_at = &mr.stamp;
   ref->stamp = mr.stamp;
+  // A window: also its MR (a later packet stops if either changes).
+  ref->parent_at = mr.kind != kMr ? &mrs_[mr.mr_index].stamp : &MrRef::kNever;
+  ref->parent = mr.kind != kMr ? mr.mr_stamp : 0;
   return host;
 }
 

@@ -51,6 +51,10 @@ struct MrRef {
   static constexpr uint64_t kNever = 0;  // what a default MrRef points at
   const uint64_t* stamp_at = &kNever;    // into the table's entry (entries never move)
   uint64_t stamp = ~uint64_t{0};         // the entry's stamp when checked (never ~0)
+  // A memory window's MR (its stamp when the window was bound): the window
+  // stops with it. For an MR, kNever and 0: always equal.
+  const uint64_t* parent_at = &kNever;
+  uint64_t parent = 0;
 };
 
 class MrTable {
@@ -116,7 +120,9 @@ class MrTable {
                       MrRef* ref, uint32_t* space = nullptr, uint32_t qpn = 0) const;
   // True while the MR that remote_ref() checked is registered, valid and
   // unchanged; false for a default MrRef.
-  static bool still_valid(const MrRef& ref) { return *ref.stamp_at == ref.stamp; }
+  static bool still_valid(const MrRef& ref) {
+    return *ref.stamp_at == ref.stamp && *ref.parent_at == ref.parent;
+  }
 
   uint32_t mr_count() const { return mr_count_; }
   uint32_t mw_count() const { return mw_count_; }
@@ -146,6 +152,7 @@ class MrTable {
     uint32_t mw_bound = 0;  // MR: windows bound to it
     uint32_t mr_index = 0;  // bound MW: its MR's entry
     uint32_t qpn = 0;       // bound type 2 MW: its QP
+    uint64_t mr_stamp = 0;  // bound MW: its MR's stamp at the bind (the same registration)
   };
   struct Pd {
     bool in_use = false;
@@ -157,6 +164,8 @@ class MrTable {
   Status check_reg(uint32_t pd, const uint8_t* host_base, uint64_t iova, uint64_t length,
                    uint32_t access, uint32_t space) const;
   void unbind(Mr& mw);
+  // The MR a bound window was bound to, while it is that registration, valid.
+  const Mr* parent_of(const Mr& mw) const;
   static bool in_bounds(const Mr& mr, uint64_t addr, uint64_t len);
 
   std::vector<Mr> mrs_;              // index 0 unused, so no key is 0

@@ -4,7 +4,10 @@
 # with a veth pair and `burstd --backend loopback --netdev v0` on a private
 # socket, `burstctl run` runs verbs_mw_probe (type 1 and 2 windows: bind,
 # RDMA through them, local and remote invalidate, the error completions on both
-# sides, dealloc; see the probe's header).
+# sides, dealloc; see the probe's header). With BURST_RDMA_CORE_TESTS set to
+# the tests/ folder of rdma-core's source (v44, the Debian 12 version) and
+# python3-pyverbs installed, it also runs rdma-core's own memory-window and
+# rereg tests (test_mr.MWTest, MRTest.test_mr_rereg_access*) against burst0.
 # Usage: mw_test.sh BURSTCTL BURSTD MW_PROBE
 # Exit: 0 pass, 1 fail, 77 skipped (not root, libibverbs missing, kernel with RDMA).
 set -uo pipefail
@@ -84,4 +87,19 @@ cat "$TMP/probe"
 [[ $rc -eq 0 ]] || fail "verbs_mw_probe exited $rc"
 grep -q '^PASS$' "$TMP/probe" || fail "verbs_mw_probe did not pass"
 kill -0 "$BPID" 2>/dev/null || fail "burstd died"
+
+if [[ -n ${BURST_RDMA_CORE_TESTS:-} ]]; then
+  if ! /usr/bin/python3 -c 'import pyverbs.device' 2>/dev/null; then
+    echo "--- rdma-core tests: skipped (apt-get install python3-pyverbs)"
+  else
+    echo "--- rdma-core tests (pyverbs) from $BURST_RDMA_CORE_TESTS"
+    brun env PYTHONPATH="$BURST_RDMA_CORE_TESTS/.." /usr/bin/python3 \
+      "$BURST_RDMA_CORE_TESTS/run_tests.py" --dev burst0 --gid 1 -v test_mr.MWTest \
+      test_mr.MRTest.test_mr_rereg_access test_mr.MRTest.test_mr_rereg_access_bad_flow \
+      >"$TMP/pyverbs" 2>&1
+    rc=$?
+    cat "$TMP/pyverbs"
+    [[ $rc -eq 0 ]] || fail "rdma-core's MW tests failed"
+  fi
+fi
 echo "PASS"

@@ -138,6 +138,41 @@ TEST(MrTable, ReregChangesPdAccessAndTranslation) {
   EXPECT_TRUE(t.dereg_mr(nl).ok());
 }
 
+// A WRITE in progress through a window (MrRef) stops when the window is
+// invalidated or deallocated; lkeys never resolve to a window.
+TEST(MrTable, WindowRefStopsWithTheWindow) {
+  MrTable t(16, 4);
+  const uint32_t pd = t.alloc_pd();
+  Bytes a(4096);
+  uint32_t lkey = 0, rkey = 0, mw = 0;
+  ASSERT_TRUE(t.reg_mr(pd, a.data(), 0x10000, 4096, kAccessLocalWrite | kAccessMwBind, &lkey,
+                       &rkey)
+                  .ok());
+  ASSERT_TRUE(t.alloc_mw(pd, 2, &mw).ok());
+  EXPECT_EQ(t.mw_count(), 1u);
+  ASSERT_EQ(t.bind_mw(pd, 7, MwBind{mw, mw, lkey, kAccessRemoteWrite, 0x10100, 256}),
+            WcStatus::kSuccess);
+  MrRef ref;
+  EXPECT_EQ(t.remote_ref(pd, mw, 0x10100, 256, kAccessRemoteWrite, &ref, nullptr, 7),
+            a.data() + 0x100);
+  EXPECT_EQ(t.remote_ref(pd, mw, 0x10100, 256, kAccessRemoteWrite, &ref, nullptr, 8), nullptr)
+      << "another QP";
+  EXPECT_TRUE(MrTable::still_valid(ref));
+  WcStatus err = WcStatus::kSuccess;
+  EXPECT_EQ(t.local(pd, mw, 0x10100, 8, 0, &err), nullptr) << "a window has no lkey";
+  EXPECT_EQ(t.invalidate_rkey(pd, rkey).errc(), Errc::kInvalid) << "MR with a window bound";
+  ASSERT_TRUE(t.invalidate_rkey(pd, mw).ok());
+  EXPECT_FALSE(MrTable::still_valid(ref));
+  ASSERT_EQ(t.bind_mw(pd, 7, MwBind{mw, mw + 1, lkey, kAccessRemoteWrite, 0x10000, 16}),
+            WcStatus::kSuccess);
+  ASSERT_NE(t.remote_ref(pd, mw + 1, 0x10000, 16, kAccessRemoteWrite, &ref, nullptr, 7), nullptr);
+  ASSERT_TRUE(t.dealloc_mw(mw >> 8).ok());
+  EXPECT_FALSE(MrTable::still_valid(ref));
+  EXPECT_EQ(t.mw_count(), 0u);
+  EXPECT_TRUE(t.dereg_mr(lkey).ok());
+  EXPECT_TRUE(t.dealloc_pd(pd).ok());
+}
+
 TEST(CopyEngine, TicketsRingFullAndCompletion) {
   CopyEngine c(CopyKind::kCpu, 4);
   Bytes src = pattern(64, 3), dst(64, 0);
