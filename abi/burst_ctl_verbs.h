@@ -164,6 +164,41 @@ struct burst_ctl_reg_mr_req {
  * inode) at that range; otherwise it falls back to /proc/self/mem. */
 #define BURST_CTL_MR_F_FILE 0x1u
 
+/* REREG_MR (ibv_rereg_mr): flags are IBV_REREG_MR_CHANGE_* (at least one).
+ * pd_handle with CHANGE_PD; access with CHANGE_ACCESS; addr/length/iova the
+ * MR's range: the new one with CHANGE_TRANSLATION, else the current one (burstd
+ * maps it again when the access changes). mr_flags and the descriptor as
+ * REG_MR. On success the keys are in the response (they change with a new
+ * translation); on any error the MR is as it was. EBUSY while memory windows
+ * are bound to it. */
+struct burst_ctl_rereg_mr_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t mr_handle;
+  uint32_t flags;     /* IBV_REREG_MR_CHANGE_TRANSLATION | _PD | _ACCESS */
+  uint32_t pd_handle; /* CHANGE_PD */
+  uint32_t access;    /* CHANGE_ACCESS: IBV_ACCESS_* */
+  uint64_t addr;
+  uint64_t length;
+  uint64_t iova;
+  uint32_t mr_flags; /* BURST_CTL_MR_F_* */
+  uint32_t reserved;
+};
+
+/* ALLOC_MW: a memory window of type 1 or 2 (IBV_MW_TYPE_*) in a PD. Its rkey
+ * changes at each bind (the key byte the consumer chose); DEALLOC_MW takes the
+ * handle and unbinds it first. */
+struct burst_ctl_alloc_mw_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t pd_handle;
+  uint32_t type; /* IBV_MW_TYPE_1 (1) or IBV_MW_TYPE_2 (2) */
+};
+
+struct burst_ctl_alloc_mw_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t mw_handle;
+  uint32_t rkey;
+};
+
 /* ATTACH_MEMORY: descriptor 0 is the client's /proc/self/maps; with
  * BURST_CTL_ATTACH_F_MEM descriptor 1 is its /proc/self/mem (opened O_RDWR).
  * Without it (a process that cannot open its own mem file, e.g. one that is
@@ -301,6 +336,9 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_query_srq_resp) == 40, "query_sr
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_resp) == 72, "create_qp_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 64, "reg_mr_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_attach_memory_req) == 32, "attach_memory_req");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_mw_req) == 32, "alloc_mw_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_rereg_mr_req) == 72, "rereg_mr_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_mw_resp) == 32, "alloc_mw_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_resp) == 40, "reg_mr_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_req) == 32, "map_doorbell_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_resp) == 40, "map_doorbell_resp");

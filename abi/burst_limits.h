@@ -25,6 +25,8 @@
  *   BURST_MAX_CQE               65535   max_cqe                           burstd create_cq
  *   BURST_MAX_PD                4096    max_pd                            MrTable
  *   BURST_MAX_MR                65536   max_mr                            MrTable
+ *   BURST_MAX_MW                65536   max_mw (one table with the MRs:   MrTable
+ *                                       HELLO's max_mr stands for both)
  *   BURST_MAX_MR_SIZE           2^40    max_mr_size                       burstd reg_mr
  *   BURST_MAX_AH                16383   max_ah                            burstd AhTable
  *   BURST_MAX_SRQ_WR            32768   max_srq_wr                        Engine create_srq
@@ -59,6 +61,7 @@
 
 #define BURST_MAX_PD 4096u
 #define BURST_MAX_MR 65536u
+#define BURST_MAX_MW BURST_MAX_MR /* windows take entries of the MR table */
 #define BURST_MAX_MR_SIZE 0x10000000000ull /* bytes per registration: 1 TiB */
 #define BURST_MAX_AH 16383u
 

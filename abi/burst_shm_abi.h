@@ -239,7 +239,12 @@ struct burst_shm_sge {
 
 /* Send queue entry: this 64-byte header, then the payload area up to
  * entry_size: num_sge struct burst_shm_sge, or (IBV_SEND_INLINE) inline_len
- * bytes of data. Numeric values are libibverbs' (core/verbs.h mirrors them). */
+ * bytes of data. Numeric values are libibverbs' (core/verbs.h mirrors them).
+ * Local operations carry no payload (num_sge 0, no inline) and reuse fields:
+ *   IBV_WR_LOCAL_INV  imm_data = the rkey to invalidate (MR or type 2 MW)
+ *   IBV_WR_BIND_MW    imm_data = the window's current rkey, rkey = its new rkey,
+ *                     remote_addr = addr, compare_add = length, remote_qpn =
+ *                     the MR's lkey, remote_qkey = the window's IBV_ACCESS_* */
 struct burst_shm_send_wqe {
   uint64_t wr_id;
   uint8_t opcode;        /* IBV_WR_* */

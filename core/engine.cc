@@ -266,14 +266,13 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
     if (wr.opcode != WrOpcode::kSend && wr.opcode != WrOpcode::kSendWithImm) {
       return Errc::kInvalid;
     }
-  } else if (wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw) {
-    return Errc::kNotSupported;
   } else if (static_cast<uint8_t>(wr.opcode) > static_cast<uint8_t>(WrOpcode::kSendWithInv)) {
     return Errc::kInvalid;
   }
+  const bool local_op = wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw;
   if (wr.num_sge > qp.cap.max_send_sge || wr.num_sge > kMaxSge) return Errc::kInvalid;
   uint64_t length = 0;
-  for (uint32_t i = 0; i < wr.num_sge; ++i) length += wr.sg_list[i].length;
+  for (uint32_t i = 0; i < wr.num_sge && !local_op; ++i) length += wr.sg_list[i].length;
   if (length > kMaxMessageBytes) return Errc::kInvalid;
   const bool inl = (wr.send_flags & kSendInline) != 0 && length != 0;
   if (inl) {
@@ -296,6 +295,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr) {
   SendWqe& w = qp.sq.at(slot);
   w = SendWqe{};
   w.wr = wr;
+  if (local_op) w.wr.num_sge = 0;  // a local operation carries no data (its SGEs are ignored)
   w.length = static_cast<uint32_t>(length);
   w.rd_atomic = wr.opcode == WrOpcode::kRdmaRead || is_atomic(wr.opcode);
   w.signaled = qp.sq_sig_all || (wr.send_flags & kSendSignaled) != 0;

@@ -276,6 +276,9 @@ class Engine {
   // requester.cc (RC).
   bool req_can_send(const Qp& qp, uint64_t now_ns) const;
   Build build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t now_ns);
+  // BIND_MW / LOCAL_INV at the cursor, once every older WQE completed: done
+  // and completed here (no packet), or the QP's error completion.
+  void run_local_op(Qp& qp, SendWqe& w);
   bool gather(Qp& qp, uint32_t sq_index, uint32_t offset, uint32_t len, uint8_t* dst,
               WcStatus* err);
   bool validate_local_sges(const Qp& qp, SendWqe& wqe, WcStatus* err) const;

@@ -6,8 +6,9 @@
 namespace burst::core {
 
 namespace {
-constexpr uint32_t kKnownAccess =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                  kAccessRemoteAtomic | kAccessMwBind;
+constexpr uint32_t kRemoteAccess = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 constexpr uint32_t kMaxIndex = (1u << 24) - 1;
 }  // namespace
 
@@ -51,6 +52,21 @@ void MrTable::pd_unref(uint32_t pd) {
 
 Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t length,
                        uint32_t access, uint32_t* lkey, uint32_t* rkey, uint32_t space) {
+  if (Status st = check_reg(pd, host_base, iova, length, access, space); !st.ok()) return st;
+  const uint32_t index = take_entry();
+  if (index == 0) return Errc::kNoMemory;
+  uint8_t gen = ++generation_[index];
+  const uint32_t key = (index << 8) | gen;
+  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
+  ++pds_[pd].refs;
+  ++mr_count_;
+  *lkey = key;
+  *rkey = key;
+  return Status::Ok();
+}
+
+Status MrTable::check_reg(uint32_t pd, const uint8_t* host_base, uint64_t iova, uint64_t length,
+                          uint32_t access, uint32_t space) const {
   if (!pd_valid(pd)) return Errc::kNotFound;
   if (space != MemSpaces::kLocal && spaces_.fd(space) < 0) return Errc::kInvalid;
   if ((access & ~kKnownAccess) != 0) return Errc::kInvalid;
@@ -61,17 +77,34 @@ Status MrTable::reg_mr(uint32_t pd, uint8_t* host_base, uint64_t iova, uint64_t 
   }
   if (host_base == nullptr && length != 0) return Errc::kInvalid;
   if (length > UINT64_MAX - iova) return Errc::kInvalid;  // iova + length must not wrap
-  if (free_mrs_.empty()) return Errc::kNoMemory;
+  return Status::Ok();
+}
+
+Status MrTable::rereg_mr(uint32_t lkey, uint32_t pd, uint8_t* host_base, uint64_t iova,
+                         uint64_t length, uint32_t access, uint32_t space, bool new_key,
+                         uint32_t* out_lkey, uint32_t* out_rkey) {
+  const Mr* found = find(lkey);
+  if (found == nullptr || found->kind != kMr) return Errc::kNotFound;
+  if (found->mw_bound != 0) return Errc::kBusy;
+  if (Status st = check_reg(pd, host_base, iova, length, access, space); !st.ok()) return st;
+  const uint32_t index = lkey >> 8;
+  Mr& e = mrs_[index];
+  if (e.pd != pd) {
+    pd_unref(e.pd);
+    ++pds_[pd].refs;
+  }
+  const uint32_t key = new_key ? (index << 8) | ++generation_[index] : e.key;
+  e = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
+  *out_lkey = key;
+  *out_rkey = key;
+  return Status::Ok();
+}
+
+uint32_t MrTable::take_entry() {
+  if (free_mrs_.empty()) return 0;
   const uint32_t index = free_mrs_.back();
   free_mrs_.pop_back();
-  uint8_t gen = ++generation_[index];
-  const uint32_t key = (index << 8) | gen;
-  mrs_[index] = Mr{host_base, iova, length, pd, access, key, true, ++next_stamp_, space};
-  ++pds_[pd].refs;
-  ++mr_count_;
-  *lkey = key;
-  *rkey = key;
-  return Status::Ok();
+  return index;
 }
 
 const MrTable::Mr* MrTable::find(uint32_t key) const {
@@ -85,6 +118,8 @@ const MrTable::Mr* MrTable::find(uint32_t key) const {
 Status MrTable::dereg_mr(uint32_t lkey) {
   const Mr* found = find(lkey);
   if (found == nullptr) return Errc::kNotFound;
+  if (found->kind != kMr) return Errc::kNotFound;
+  if (found->mw_bound != 0) return Errc::kBusy;  // IBA 10.6.7.2.6
   const uint32_t index = lkey >> 8;
   pd_unref(mrs_[index].pd);
   mrs_[index] = Mr{};
@@ -98,9 +133,107 @@ Status MrTable::invalidate_rkey(uint32_t pd, uint32_t rkey) {
   const Mr* found = find(rkey);
   if (found == nullptr || !found->valid) return Errc::kNotFound;
   if (found->pd != pd) return Errc::kPermission;
-  mrs_[rkey >> 8].valid = false;
-  mrs_[rkey >> 8].stamp = ++next_stamp_;
+  Mr& e = mrs_[rkey >> 8];
+  if (e.kind == kMw1 || e.mw_bound != 0) return Errc::kInvalid;  // o10-37.2.26; 10.6.7.2.6
+  if (e.kind == kMw2) {
+    unbind(e);
+    return Status::Ok();
+  }
+  e.valid = false;
+  e.stamp = ++next_stamp_;
   return Status::Ok();
+}
+
+Status MrTable::alloc_mw(uint32_t pd, uint8_t type, uint32_t* rkey) {
+  if (!pd_valid(pd)) return Errc::kNotFound;
+  if (type != kMw1 && type != kMw2) return Errc::kInvalid;
+  const uint32_t index = take_entry();
+  if (index == 0) return Errc::kNoMemory;
+  const uint32_t key = (index << 8) | ++generation_[index];
+  Mr mw;
+  mw.pd = pd;
+  mw.key = key;
+  mw.stamp = ++next_stamp_;
+  mw.kind = static_cast<Kind>(type);
+  mrs_[index] = mw;
+  ++pds_[pd].refs;
+  ++mw_count_;
+  *rkey = key;
+  return Status::Ok();
+}
+
+Status MrTable::dealloc_mw(uint32_t index) {
+  if (index == 0 || index >= mrs_.size() || mrs_[index].key == 0 || mrs_[index].kind == kMr) {
+    return Errc::kNotFound;
+  }
+  Mr& mw = mrs_[index];
+  unbind(mw);
+  pd_unref(mw.pd);
+  mw = Mr{};
+  mw.stamp = ++next_stamp_;
+  free_mrs_.push_back(index);
+  --mw_count_;
+  return Status::Ok();
+}
+
+const MrTable::Mr* MrTable::parent_of(const Mr& mw) const {
+  if (mw.mr_index == 0) return nullptr;
+  const Mr& mr = mrs_[mw.mr_index];
+  return mr.stamp == mw.mr_stamp && mr.valid ? &mr : nullptr;
+}
+
+void MrTable::unbind(Mr& mw) {
+  // (A window whose MR changed under it, deregistered by the control plane
+  // racing the bind, no longer counts on any MR.)
+  if (parent_of(mw) != nullptr && mrs_[mw.mr_index].mw_bound > 0) --mrs_[mw.mr_index].mw_bound;
+  mw.host = nullptr;
+  mw.iova = mw.length = 0;
+  mw.access = 0;
+  mw.valid = false;
+  mw.mr_index = mw.qpn = 0;
+  mw.mr_stamp = 0;
+  mw.space = MemSpaces::kLocal;
+  mw.stamp = ++next_stamp_;
+}
+
+WcStatus MrTable::bind_mw(uint32_t pd, uint32_t qpn, const MwBind& b) {
+  const Mr* found = find(b.mw_rkey);
+  if (found == nullptr || found->kind == kMr) return WcStatus::kMwBindErr;
+  Mr& mw = mrs_[b.mw_rkey >> 8];
+  if ((b.access & ~kKnownAccess) != 0) return WcStatus::kMwBindErr;
+  if (mw.kind == kMw2) {
+    // o10-37.2.30: only a free window; C10-72: the QP's PD; o10-37.2.40: not to unbind.
+    if (mw.valid || mw.pd != pd || b.length == 0) return WcStatus::kMwBindErr;
+  }
+  const Mr* mr = nullptr;
+  if (b.length != 0) {
+    mr = find(b.mr_lkey);
+    if (mr == nullptr || mr->kind != kMr || !mr->valid || mr->pd != mw.pd) {
+      return WcStatus::kMwBindErr;
+    }
+    if ((mr->access & kAccessMwBind) == 0) return WcStatus::kMwBindErr;  // C10-73
+    if ((b.access & (kAccessRemoteWrite | kAccessRemoteAtomic)) != 0 &&
+        (mr->access & kAccessLocalWrite) == 0) {
+      return WcStatus::kMwBindErr;  // C10-74
+    }
+    if (!in_bounds(*mr, b.addr, b.length)) return WcStatus::kMwBindErr;  // C10-75
+  }
+  unbind(mw);
+  mw.key = (mw.key & ~0xffu) | (b.new_rkey & 0xffu);
+  if (mr != nullptr) {
+    const uint32_t mr_index = b.mr_lkey >> 8;
+    mw.host = mr->host + (b.addr - mr->iova);
+    mw.iova = b.addr;
+    mw.length = b.length;
+    mw.access = b.access & kRemoteAccess;
+    mw.space = mr->space;
+    mw.valid = true;
+    mw.mr_index = mr_index;
+    mw.mr_stamp = mr->stamp;
+    ++mrs_[mr_index].mw_bound;
+    if (mw.kind == kMw2) mw.qpn = qpn;
+  }
+  return WcStatus::kSuccess;
 }
 
 bool MrTable::in_bounds(const Mr& mr, uint64_t addr, uint64_t len) {
@@ -112,8 +245,8 @@ bool MrTable::in_bounds(const Mr& mr, uint64_t addr, uint64_t len) {
 uint8_t* MrTable::local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
                         uint32_t need_access, WcStatus* err, uint32_t* space) const {
   const Mr* mr = find(lkey);
-  if (mr == nullptr || !mr->valid || mr->pd != pd || (mr->access & need_access) != need_access ||
-      !in_bounds(*mr, addr, len)) {
+  if (mr == nullptr || !mr->valid || mr->kind != kMr || mr->pd != pd ||
+      (mr->access & need_access) != need_access || !in_bounds(*mr, addr, len)) {
     if (err != nullptr) *err = WcStatus::kLocProtErr;
     return nullptr;
   }
@@ -122,10 +255,14 @@ uint8_t* MrTable::local(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t len,
 }
 
 uint8_t* MrTable::remote(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
-                         uint32_t need_access, uint32_t* space) const {
+                         uint32_t need_access, uint32_t* space, uint32_t qpn) const {
   const Mr* mr = find(rkey);
   if (mr == nullptr || !mr->valid || mr->pd != pd || (mr->access & need_access) != need_access ||
       need_access == 0 || !in_bounds(*mr, va, len)) {
+    return nullptr;
+  }
+  // A window: a type 2 one only for its QP, and while its MR is valid.
+  if (mr->kind != kMr && ((mr->kind == kMw2 && mr->qpn != qpn) || parent_of(*mr) == nullptr)) {
     return nullptr;
   }
   if (space != nullptr) *space = mr->space;
@@ -144,12 +281,16 @@ uint8_t* MrTable::local_ref(uint32_t pd, uint32_t lkey, uint64_t addr, uint32_t 
 }
 
 uint8_t* MrTable::remote_ref(uint32_t pd, uint32_t rkey, uint64_t va, uint32_t len,
-                             uint32_t need_access, MrRef* ref, uint32_t* space) const {
-  uint8_t* host = remote(pd, rkey, va, len, need_access, space);
+                             uint32_t need_access, MrRef* ref, uint32_t* space,
+                             uint32_t qpn) const {
+  uint8_t* host = remote(pd, rkey, va, len, need_access, space, qpn);
   if (host == nullptr) return nullptr;
   const Mr& mr = mrs_[rkey >> 8];
   ref->stamp_at = &mr.stamp;
   ref->stamp = mr.stamp;
+  // A window: also its MR (a later packet stops if either changes).
+  ref->parent_at = mr.kind != kMr ? &mrs_[mr.mr_index].stamp : &MrRef::kNever;
+  ref->parent = mr.kind != kMr ? mr.mr_stamp : 0;
   return host;
 }
 

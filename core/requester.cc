@@ -22,6 +22,8 @@ uint32_t packets_for(const SendWqe& w, uint32_t mtu) {
   return (w.length + mtu - 1) / mtu;
 }
 
+bool is_local_op(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv; }
+
 bool is_send(WrOpcode op) {
   return op == WrOpcode::kSend || op == WrOpcode::kSendWithImm || op == WrOpcode::kSendWithInv;
 }
@@ -147,6 +149,9 @@ bool Engine::req_can_send(const Qp& qp, uint64_t now_ns) const {
   if (w.local_err != WcStatus::kSuccess) return false;
   if (!w.assigned) {
     if (qp.state == QpState::kSqd) return false;  // draining: start nothing new
+    // A local operation waits for every older WQE to complete (a stronger
+    // order than IBA asks: it never sits among WQEs with PSNs).
+    if (is_local_op(w.wr.opcode)) return sq.tail == sq.cursor;
     if ((w.wr.send_flags & kSendFence) && rq.rd_atomic_inflight > 0) return false;
     const uint32_t max_rd = qp.attr.max_rd_atomic == 0 ? 1 : qp.attr.max_rd_atomic;
     if (w.rd_atomic && rq.rd_atomic_inflight >= max_rd) return false;
@@ -162,12 +167,31 @@ bool Engine::req_can_send(const Qp& qp, uint64_t now_ns) const {
   return true;
 }
 
+void Engine::run_local_op(Qp& qp, SendWqe& w) {
+  WcStatus st = WcStatus::kSuccess;
+  if (w.wr.opcode == WrOpcode::kBindMw) {
+    st = mrs_.bind_mw(qp.pd, qp.qpn, w.wr.bind);  // kMwBindErr as rxe
+  } else if (!mrs_.invalidate_rkey(qp.pd, w.wr.invalidate_rkey).ok()) {
+    st = WcStatus::kLocQpOpErr;  // as rxe (rxe_do_local_ops)
+  }
+  if (st != WcStatus::kSuccess) {
+    w.local_err = st;
+    check_tail_error(qp);  // it is the oldest: error completion, QP to error
+    return;
+  }
+  complete_send_tail(qp, WcStatus::kSuccess);
+}
+
 Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t now_ns) {
   SendQueue& sq = qp.sq;
   ReqState& rq = qp.req;
   const uint32_t index = sq.cursor;
   SendWqe& w = sq.at(index);
 
+  if (!w.assigned && is_local_op(w.wr.opcode)) {
+    run_local_op(qp, w);
+    return Build::kBlocked;  // no frame; look at the next WQE
+  }
   if (!w.assigned) {
     WcStatus err = WcStatus::kSuccess;
     if (!validate_local_sges(qp, w, &err)) {

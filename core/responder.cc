@@ -273,7 +273,8 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
     // that the MR did not change (still_valid) and stay inside write_left.
     if (left != 0) {
       host =
-          mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref, &space);
+          mrs_.remote_ref(qp.pd, reth->rkey(), reth->va(), left, kAccessRemoteWrite, &ref, &space,
+                          qp.qpn);
       if (host == nullptr) {
         resp_access_error(qp);
         return;
@@ -342,7 +343,8 @@ void Engine::rc_read(Qp& qp, const wire::PacketView& pv) {
     resp_invalid(qp);
     return;
   }
-  if (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len, kAccessRemoteRead) == nullptr) {
+  if (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len, kAccessRemoteRead, nullptr,
+                              qp.qpn) == nullptr) {
     resp_access_error(qp);
     return;
   }
@@ -378,7 +380,7 @@ void Engine::rc_atomic(Qp& qp, const wire::PacketView& pv) {
     return;
   }
   uint32_t space = MemSpaces::kLocal;
-  uint8_t* host = mrs_.remote(qp.pd, a->rkey(), a->va(), 8, kAccessRemoteAtomic, &space);
+  uint8_t* host = mrs_.remote(qp.pd, a->rkey(), a->va(), 8, kAccessRemoteAtomic, &space, qp.qpn);
   if (host == nullptr) {
     resp_access_error(qp);
     return;
@@ -475,8 +477,8 @@ void Engine::rc_duplicate(Qp& qp, const wire::PacketView& pv) {
     const uint32_t npkts = len == 0 ? 1 : (len + qp.mtu - 1) / qp.mtu;
     const bool fits = len <= found->len && !wire::psn_after(psn + (npkts - 1), found->last_psn) &&
                       reth->rkey() == found->rkey;
-    if (!fits || (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len,
-                                          kAccessRemoteRead) == nullptr)) {
+    if (!fits || (len != 0 && mrs_.remote(qp.pd, reth->rkey(), reth->va(), len, kAccessRemoteRead,
+                                          nullptr, qp.qpn) == nullptr)) {
       ++counters_.rx_drop[static_cast<size_t>(Drop::kDupUnmatched)];
       return;
     }

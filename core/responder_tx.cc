@@ -59,7 +59,8 @@ Engine::Build Engine::build_response(Qp& qp, datapath::Frame& buf) {
     }
     if (n != 0) {
       uint32_t space = MemSpaces::kLocal;
-      const uint8_t* src = mrs_.remote(qp.pd, res.rkey, res.tx_va, n, kAccessRemoteRead, &space);
+      const uint8_t* src = mrs_.remote(qp.pd, res.rkey, res.tx_va, n, kAccessRemoteRead, &space,
+                                                 qp.qpn);
       bool read_ok = src != nullptr;
       if (read_ok) {
         if (space == MemSpaces::kLocal) [[likely]] {

@@ -32,6 +32,7 @@ enum AccessFlags : uint32_t {  // IBV_ACCESS_*
   kAccessRemoteWrite = 1u << 1,
   kAccessRemoteRead = 1u << 2,
   kAccessRemoteAtomic = 1u << 3,
+  kAccessMwBind = 1u << 4,
 };
 
 enum class WrOpcode : uint8_t {  // IBV_WR_*
@@ -129,6 +130,16 @@ struct Sge {
 
 constexpr uint32_t kMaxSge = BURST_MAX_SGE;  // device limit: SGEs per WR
 
+// A BIND_MW work request: ibv_mw_bind_info plus the window's keys.
+struct MwBind {
+  uint32_t mw_rkey = 0;   // the window's current rkey
+  uint32_t new_rkey = 0;  // its rkey once bound (only the low byte is taken)
+  uint32_t mr_lkey = 0;   // the MR the window is bound to
+  uint32_t access = 0;    // IBV_ACCESS_* of the window
+  uint64_t addr = 0;
+  uint64_t length = 0;  // 0: unbind (type 1)
+};
+
 struct SendWr {
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
@@ -136,7 +147,7 @@ struct SendWr {
   uint32_t num_sge = 0;
   std::array<Sge, kMaxSge> sg_list{};
   uint32_t imm_data = 0;         // host order here; network order on the wire
-  uint32_t invalidate_rkey = 0;  // kSendWithInv
+  uint32_t invalidate_rkey = 0;  // kSendWithInv, kLocalInv
   struct {
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
@@ -147,6 +158,7 @@ struct SendWr {
     uint64_t swap = 0;
     uint32_t rkey = 0;
   } atomic;
+  MwBind bind;  // kBindMw
   struct {
     Address ah;
     uint32_t remote_qpn = 0;

@@ -53,6 +53,48 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
   return &m;
 }
 
+// ibv_rereg_mr: libibverbs checked the flags and the new range and updates
+// mr->pd, addr and length on success; the keys (new with a new translation)
+// are set here. burstd maps the range again for a new translation or new
+// access rights, so the file behind it goes along as with ibv_reg_mr.
+int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, int access) {
+  auto* mr = reinterpret_cast<Mr*>(vmr);
+  ibv_mr& m = vmr->ibv_mr;
+  if (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD |
+                IBV_REREG_MR_CHANGE_ACCESS)) {
+    return EINVAL;
+  }
+  const bool translation = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+  burst_ctl_rereg_mr_req req{};
+  req.mr_handle = mr->handle;
+  req.flags = static_cast<uint32_t>(flags);
+  if (flags & IBV_REREG_MR_CHANGE_PD) {
+    if (pd == nullptr || pd->context != m.context) return EINVAL;
+    req.pd_handle = to_pd(pd)->handle;
+  }
+  const int new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? access : vmr->access;
+  req.access = static_cast<uint32_t>(new_access);
+  void* range = translation ? addr : m.addr;
+  req.addr = reinterpret_cast<uintptr_t>(range);
+  req.length = translation ? length : m.length;
+  req.iova = req.addr;  // as ibv_reg_mr: the address is the iova
+  const int file =
+      shared_file_for(range, req.length, (new_access & IBV_ACCESS_LOCAL_WRITE) != 0);
+  if (file >= 0) req.mr_flags |= BURST_CTL_MR_F_FILE;
+  burst_ctl_reg_mr_resp resp{};
+  const int e = ctl_request_fd(to_context(m.context), BURST_CTL_OP_REREG_MR, &req, &resp, file,
+                               nullptr);
+  if (file >= 0) close(file);
+  if (e != 0) {
+    errno = e;
+    return e;
+  }
+  m.lkey = resp.lkey;
+  m.rkey = resp.rkey;
+  vmr->access = new_access;
+  return 0;
+}
+
 int dereg_mr(verbs_mr* vmr) {
   auto* mr = reinterpret_cast<Mr*>(vmr);
   const int e = ctl_destroy(to_context(vmr->ibv_mr.context), BURST_CTL_OP_DEREG_MR, mr->handle);

@@ -35,6 +35,8 @@ bool send_opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
     case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_BIND_MW:
+    case IBV_WR_LOCAL_INV:
       return type == IBV_QPT_RC;
     default:
       return false;
@@ -53,10 +55,29 @@ uint32_t send_imm_data(const ibv_send_wr& wr) {
     case IBV_WR_RDMA_WRITE_WITH_IMM:
       return be32toh(wr.imm_data);
     case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_LOCAL_INV:
       return wr.invalidate_rkey;
     default:
       return 0;
   }
+}
+
+// A BIND_MW WR in the ring's terms (abi/burst_shm_abi.h); EINVAL without a
+// window of this context or an MR for a non-zero length, EOPNOTSUPP for a
+// zero-based window.
+int set_bind_mw(const Qp* qp, const ibv_send_wr& wr, burst_shm_send_wqe* w) {
+  const ibv_mw* mw = wr.bind_mw.mw;
+  const ibv_mw_bind_info& b = wr.bind_mw.bind_info;
+  if (mw == nullptr || mw->context != qp->vqp.qp.context) return EINVAL;
+  if (b.length != 0 && b.mr == nullptr) return EINVAL;
+  if (b.mw_access_flags & IBV_ACCESS_ZERO_BASED) return EOPNOTSUPP;
+  w->imm_data = mw->rkey;
+  w->rkey = wr.bind_mw.rkey;
+  w->remote_addr = b.addr;
+  w->compare_add = b.length;
+  w->remote_qpn = b.length != 0 ? b.mr->lkey : 0;
+  w->remote_qkey = b.mw_access_flags;
+  return 0;
 }
 
 // The remote side of a send WR (atomic, UD or RDMA fields); EINVAL for a UD
@@ -92,6 +113,15 @@ int encode_send(const Qp* qp, const ibv_send_wr* wr, uint8_t* entry) {
   w.send_flags = wr->send_flags;
   if (qp->sq_sig_all) w.send_flags |= IBV_SEND_SIGNALED;
   w.imm_data = send_imm_data(*wr);
+  if (wr->opcode == IBV_WR_BIND_MW || wr->opcode == IBV_WR_LOCAL_INV) {
+    // Local operations carry no data: their SGEs and IBV_SEND_INLINE are ignored (as rxe).
+    w.send_flags &= ~static_cast<uint32_t>(IBV_SEND_INLINE);
+    if (wr->opcode == IBV_WR_BIND_MW) {
+      if (int e = set_bind_mw(qp, *wr, &w); e != 0) return e;
+    }
+    const shm::WqeLimits limits{qp->sq.entry_size(), qp->max_send_sge, qp->max_inline};
+    return shm::EncodeSendWqe(w, wr->sg_list, 0, limits, entry) ? 0 : EINVAL;
+  }
   if (int e = set_send_remote(type, *wr, &w); e != 0) return e;
   // With IBV_SEND_INLINE the bytes are copied now: the application may reuse
   // its buffers on return.

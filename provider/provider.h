@@ -188,7 +188,12 @@ void init_cq_ex_ops(Cq* cq);
 // mr_ah_control.cc: memory regions and address handles through burstd.
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
 int dereg_mr(verbs_mr* mr);
+int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
+// mw_control.cc: memory windows through burstd; binding them is a work request.
+ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int dealloc_mw(ibv_mw* mw);
+int bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* mw_bind);
 int destroy_ah(ibv_ah* ah);
 // mr_file.cc: a new descriptor (owned by the caller) of the file mapped
 // MAP_SHARED at [addr, addr + len), opened with this process's rights and

@@ -25,8 +25,8 @@
 // Builder errors: EINVAL (a setter without a WR, an operation this QP type
 // cannot do, wr_set_ud_addr on a non-UD QP or without an AH, more SGEs than
 // max_send_sge, more inline bytes than max_inline_data), ENOMEM (more WRs than
-// the send queue holds, or no memory to grow the batch), EOPNOTSUPP (memory
-// windows, local invalidate, TSO, XRC, atomic write: never built by burst).
+// the send queue holds, or no memory to grow the batch), EOPNOTSUPP (TSO,
+// XRC, atomic write: never built by burst).
 //
 // Storage: the WR, SGE and inline-byte arrays are allocated at init for a
 // full send queue and kept across batches; they grow (doubling) only when a
@@ -80,7 +80,8 @@ namespace {
 constexpr uint64_t kRcOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                             IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                             IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV;
+                            IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV |
+                            IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 constexpr uint64_t kUdOps = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
 // Without a known send queue (the QP's rings not mapped yet): the initial
@@ -236,12 +237,28 @@ void wr_atomic_fetch_add(ibv_qp_ex* qpx, uint32_t rkey, uint64_t remote_addr, ui
                   remote_addr, add, 0);
 }
 
+// Local operations: no SGEs or inline data (a setter after them is EINVAL).
+void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  if (mw == nullptr || info == nullptr) {
+    fail(to_ex(qpx), EINVAL);
+    return;
+  }
+  if (ibv_send_wr* w = begin_wr(qpx, IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW)) {
+    w->bind_mw.mw = mw;
+    w->bind_mw.rkey = rkey;
+    w->bind_mw.bind_info = *info;
+    to_ex(qpx)->have_cur = false;
+  }
+}
+void wr_local_inv(ibv_qp_ex* qpx, uint32_t invalidate_rkey) {
+  if (ibv_send_wr* w = begin_wr(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV)) {
+    w->invalidate_rkey = invalidate_rkey;
+    to_ex(qpx)->have_cur = false;
+  }
+}
+
 // What burst never builds: the slot is filled anyway (a NULL slot would crash
 // the caller) and the batch fails.
-void wr_bind_mw(ibv_qp_ex* qpx, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-  fail(to_ex(qpx), EOPNOTSUPP);
-}
-void wr_local_inv(ibv_qp_ex* qpx, uint32_t) { fail(to_ex(qpx), EOPNOTSUPP); }
 void wr_send_tso(ibv_qp_ex* qpx, void*, uint16_t, uint16_t) { fail(to_ex(qpx), EOPNOTSUPP); }
 void wr_set_xrc_srqn(ibv_qp_ex* qpx, uint32_t) { fail(to_ex(qpx), EOPNOTSUPP); }
 void wr_atomic_write(ibv_qp_ex* qpx, uint32_t, uint64_t, const void*) {

@@ -45,7 +45,16 @@ core::Status DecodeSendWqe(const uint8_t* copy, const WqeLimits& limits, Decoded
   d.wr.opcode = static_cast<WrOpcode>(w.opcode);
   d.wr.send_flags = w.send_flags;
   d.wr.imm_data = w.imm_data;
-  d.wr.invalidate_rkey = d.wr.opcode == WrOpcode::kSendWithInv ? w.imm_data : 0;
+  const bool inv = d.wr.opcode == WrOpcode::kSendWithInv || d.wr.opcode == WrOpcode::kLocalInv;
+  d.wr.invalidate_rkey = inv ? w.imm_data : 0;
+  if (d.wr.opcode == WrOpcode::kBindMw) {  // the fields of burst_shm_send_wqe for BIND_MW
+    d.wr.bind.mw_rkey = w.imm_data;
+    d.wr.bind.new_rkey = w.rkey;
+    d.wr.bind.addr = w.remote_addr;
+    d.wr.bind.length = w.compare_add;
+    d.wr.bind.mr_lkey = w.remote_qpn;
+    d.wr.bind.access = w.remote_qkey;
+  }
   d.wr.rdma.remote_addr = w.remote_addr;
   d.wr.rdma.rkey = w.rkey;
   d.wr.atomic.remote_addr = w.remote_addr;

@@ -100,6 +100,13 @@ class Resources {
   int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
              burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
+  // ibv_rereg_mr; file_fd as reg_mr. resp->mr_handle is the request's.
+  int rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int file_fd,
+               burst_ctl_reg_mr_resp* resp);
+  // Memory windows (resources_mw.cc): *rkey is the window's first key.
+  int alloc_mw(uint32_t client, uint32_t pd_handle, uint32_t type, uint32_t* handle,
+               uint32_t* rkey);
+  int dealloc_mw(uint32_t client, uint32_t handle);
   // *region_fd and *wake_fd stay owned by burstd.
   int map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_doorbell_resp* resp,
                    int* region_fd, int* wake_fd);
@@ -170,7 +177,12 @@ class Resources {
     uint32_t lkey = 0;   // 0 once revoked (deregistered from the MrTable)
     uint32_t pd = 0;     // handle
     uint64_t bytes = 0;  // charged against RLIMIT_MEMLOCK (whole pages)
+    uint32_t access = 0;  // IBV_ACCESS_*
     AppMapping mapping;
+  };
+  struct Mw {
+    uint32_t index = 0;  // MrTable entry (the rkey's index; its key byte changes at binds)
+    uint32_t pd = 0;     // handle
   };
   struct Client {
     pid_t pid = 0;
@@ -188,6 +200,7 @@ class Resources {
     std::map<uint32_t, Cq> cqs;
     std::map<uint32_t, Qp> qps;
     std::map<uint32_t, Mr> mrs;
+    std::map<uint32_t, Mw> mws;
     std::map<uint32_t, uint32_t> ahs;  // handle -> AhTable slot
     std::map<uint32_t, Srq> srqs;
   };
@@ -252,6 +265,11 @@ class Resources {
   void mcast_release_client(uint32_t client);
   struct McastGroup;
   void mcast_remove(const std::array<uint8_t, 16>& g, McastGroup& group, size_t member);
+  // Checks and maps [addr, addr + length) for an MR of `access` (REG_MR,
+  // REREG_MR): *mr gets the mapping and bytes, *host where burst reaches it.
+  int map_mr_range(Client& c, uint64_t addr, uint64_t length, uint32_t access, int file_fd,
+                   uint64_t charged, Mr* mr, uint8_t** host);
+  void release_mws(Client& c);  // deallocated (unbound) before the MRs go
   shm::ShmRegion* doorbell(uint32_t worker);  // created on first use; nullptr on failure
 
   Device& device_;

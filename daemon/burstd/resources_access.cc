@@ -96,6 +96,7 @@ void Resources::revoke_client(uint32_t client, const char* why) {
   // Registrations first: from here on remote requests are NAKed (remote access
   // error) and local work requests fail (local protection error).
   uint32_t mrs = 0;
+  release_mws(*c);
   for (auto& [h, mr] : c->mrs) {
     if (mr.lkey == 0) continue;
     (void)device_.mrs().dereg_mr(mr.lkey);
@@ -137,7 +138,7 @@ int Resources::check_cap(const Client& c, Object what) const {
     n += what == Object::kPd   ? o.pds.size()
          : what == Object::kCq ? o.cqs.size()
          : what == Object::kQp ? o.qps.size()
-                               : o.mrs.size();
+                               : o.mrs.size() + o.mws.size();  // windows take MR entries
   }
   return n >= cap ? EAGAIN : 0;
 }

@@ -79,7 +79,7 @@ uint32_t Resources::take_handle(Client& c) {
   for (;;) {
     const uint32_t h = c.next_handle++;
     if (h != 0 && !c.pds.count(h) && !c.cqs.count(h) && !c.qps.count(h) && !c.mrs.count(h) &&
-        !c.ahs.count(h) && !c.srqs.count(h)) {
+        !c.mws.count(h) && !c.ahs.count(h) && !c.srqs.count(h)) {
       return h;
     }
   }
@@ -182,6 +182,7 @@ Resources::Released Resources::release_client(uint32_t client) {
   }
   r.cqs = static_cast<uint32_t>(c.cqs.size());
   for (auto& [h, ah] : c.ahs) ahs_.remove(ah);
+  release_mws(c);
   for (auto& [h, mr] : c.mrs) {
     if (mr.lkey != 0) (void)device_.mrs().dereg_mr(mr.lkey);
   }

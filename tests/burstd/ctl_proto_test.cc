@@ -58,6 +58,9 @@ TEST(CtlCodec, EveryOpHasItsRequestSize) {
       {BURST_CTL_OP_CREATE_AH, sizeof(burst_ctl_create_ah_req)},
       {BURST_CTL_OP_DESTROY_AH, sizeof(burst_ctl_handle_req)},
       {BURST_CTL_OP_SET_ASYNC_FD, sizeof(burst_ctl_set_async_fd_req)},
+      {BURST_CTL_OP_REREG_MR, sizeof(burst_ctl_rereg_mr_req)},
+      {BURST_CTL_OP_ALLOC_MW, sizeof(burst_ctl_alloc_mw_req)},
+      {BURST_CTL_OP_DEALLOC_MW, sizeof(burst_ctl_handle_req)},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(ctl::op_name(c.op));
@@ -505,6 +508,46 @@ TEST_F(DispatchTest, HandlesArePerClient) {
   disp_->close_session(a_, "closed");
   EXPECT_EQ(res_->qp_count(), 0u);
   EXPECT_EQ(res_->cq_count(), 0u);
+  EXPECT_EQ(res_->pd_count(), 0u);
+  disp_->open_session(a_);  // for TearDown
+}
+
+// ALLOC_MW / DEALLOC_MW: types 1 and 2 only, the PD held, handles per client,
+// windows released with their client. (No registration here: REG_MR needs
+// ATTACH_MEMORY; REREG_MR of an unknown MR is ENOENT, an MR-less one too.)
+TEST_F(DispatchTest, MemoryWindowsAndRereg) {
+  hello(a_);
+  hello(b_);
+  const uint32_t pd = alloc_pd(a_);
+  auto am = request<burst_ctl_alloc_mw_req>(BURST_CTL_OP_ALLOC_MW);
+  am.pd_handle = pd;
+  am.type = 3;
+  EXPECT_EQ(call(a_, am), EINVAL);
+  EXPECT_EQ(call(b_, am), ENOENT) << "another client's PD";
+  std::vector<uint8_t> out;
+  am.type = 2;
+  ASSERT_EQ(call(a_, am, &out), 0);
+  const auto mw2 = *reinterpret_cast<burst_ctl_alloc_mw_resp*>(out.data());
+  am.type = 1;
+  ASSERT_EQ(call(a_, am, &out), 0);
+  const auto mw1 = *reinterpret_cast<burst_ctl_alloc_mw_resp*>(out.data());
+  EXPECT_NE(mw1.rkey, 0u);
+  EXPECT_NE(mw1.rkey >> 8, mw2.rkey >> 8);
+  auto dp = request<burst_ctl_handle_req>(BURST_CTL_OP_DEALLOC_PD);
+  dp.handle = pd;
+  EXPECT_EQ(call(a_, dp), EBUSY) << "windows hold their PD";
+  auto dm = request<burst_ctl_handle_req>(BURST_CTL_OP_DEALLOC_MW);
+  dm.handle = mw2.mw_handle;
+  EXPECT_EQ(call(b_, dm), ENOENT);
+  EXPECT_EQ(call(a_, dm), 0);
+  EXPECT_EQ(call(a_, dm), ENOENT);
+  auto rr = request<burst_ctl_rereg_mr_req>(BURST_CTL_OP_REREG_MR);
+  rr.mr_handle = mw1.mw_handle;  // not an MR
+  rr.flags = 4;
+  EXPECT_EQ(call(a_, rr), ENOENT);
+  EXPECT_EQ(device_->mrs().mw_count(), 1u);
+  disp_->close_session(a_, "closed");  // releases the type 1 window and the PD
+  EXPECT_EQ(device_->mrs().mw_count(), 0u);
   EXPECT_EQ(res_->pd_count(), 0u);
   disp_->open_session(a_);  // for TearDown
 }

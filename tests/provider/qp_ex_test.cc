@@ -118,8 +118,7 @@ class QpExTest : public ::testing::Test {
 TEST_F(QpExTest, InitRejectsWhatBurstDoesNotBuild) {
   qp_ = std::make_unique<Qp>();
   qp_->vqp.qp.qp_type = IBV_QPT_RC;
-  for (uint64_t op : {uint64_t{IBV_QP_EX_WITH_BIND_MW}, uint64_t{IBV_QP_EX_WITH_LOCAL_INV},
-                      uint64_t{IBV_QP_EX_WITH_TSO}, uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE},
+  for (uint64_t op : {uint64_t{IBV_QP_EX_WITH_TSO}, uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE},
                       uint64_t{1} << 11, uint64_t{1} << 40}) {
     EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_SEND | op), EOPNOTSUPP) << std::hex << op;
     EXPECT_EQ(qp_->ex, nullptr);
@@ -128,6 +127,8 @@ TEST_F(QpExTest, InitRejectsWhatBurstDoesNotBuild) {
   qp_->vqp.qp.qp_type = IBV_QPT_UD;  // UD: sends only
   EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE), EOPNOTSUPP);
   EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_SEND_WITH_INV), EOPNOTSUPP);
+  EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_BIND_MW), EOPNOTSUPP);
+  EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_LOCAL_INV), EOPNOTSUPP);
   qp_->vqp.qp.qp_type = IBV_QPT_UC;
   EXPECT_EQ(init_qp_ex(qp_.get(), IBV_QP_EX_WITH_SEND), EOPNOTSUPP);
   EXPECT_EQ(qp_->ex, nullptr);
@@ -328,10 +329,13 @@ TEST_F(QpExTest, BuilderErrorsAreReportedByCompleteAndNothingIsPosted) {
          ibv_wr_send(q);
          ibv_wr_set_ud_addr(q, reinterpret_cast<ibv_ah*>(8), 1, 2);
        }},
-      {"memory window bind", EOPNOTSUPP,
+      {"memory window bind without a window", EINVAL,
        [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_bind_mw(q, nullptr, 0, nullptr); }},
-      {"local invalidate", EOPNOTSUPP,
-       [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_local_inv(q, 1); }},
+      {"an SGE setter after a local invalidate", EINVAL,
+       [](ibv_qp_ex* q, ibv_sge* s, char*) {
+         ibv_wr_local_inv(q, 1);
+         ibv_wr_set_sge_list(q, 1, s);
+       }},
       {"TSO", EOPNOTSUPP, [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_send_tso(q, nullptr, 0, 0); }},
       {"atomic write", EOPNOTSUPP,
        [](ibv_qp_ex* q, ibv_sge*, char*) { ibv_wr_atomic_write(q, 1, 2, nullptr); }},

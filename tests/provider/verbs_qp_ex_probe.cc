@@ -4,8 +4,8 @@
 // running (provider_test.sh does both):
 //
 //   - ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS gives a QP that
-//     ibv_qp_to_qp_ex() turns into an ibv_qp_ex; asking for memory windows
-//     fails with EOPNOTSUPP;
+//     ibv_qp_to_qp_ex() turns into an ibv_qp_ex; asking for TSO fails with
+//     EOPNOTSUPP;
 //   - the RC QP is connected to itself (dgid = the port's GID 1, dest QPN =
 //     its own) and one batch of three WRs, built with ibv_wr_*, goes out in
 //     one ibv_wr_complete: an RDMA WRITE from an SGE, a SEND of inline data
@@ -117,10 +117,9 @@ int main() {
   ia.sq_sig_all = 0;
   ia.pd = pd;
   ia.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW;
+  ia.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO;
   errno = 0;
-  CHECK(ibv_create_qp_ex(ctx, &ia) == nullptr && errno == EOPNOTSUPP, "memory-window ops: errno %d",
-        errno);
+  CHECK(ibv_create_qp_ex(ctx, &ia) == nullptr && errno == EOPNOTSUPP, "TSO ops: errno %d", errno);
   ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_READ;
   ibv_qp* qp = ibv_create_qp_ex(ctx, &ia);
   CHECK(qp != nullptr, "create_qp_ex: %s", std::strerror(errno));

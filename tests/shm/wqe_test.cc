@@ -107,6 +107,38 @@ TEST(ShmWqe, RdmaAtomicUdAndInvalidateRoundTrip) {
   EXPECT_EQ(d.wr.invalidate_rkey, 0x4321u);
 }
 
+// Local operations reuse header fields (abi/burst_shm_abi.h): LOCAL_INV the
+// rkey in imm_data, BIND_MW the window's keys, range, MR and access.
+TEST(ShmWqe, LocalInvalidateAndBindMwRoundTrip) {
+  std::vector<uint8_t> entry;
+  burst_shm_send_wqe inv = Header(WrOpcode::kLocalInv);
+  inv.imm_data = 0x1234;
+  DecodedSendWqe d = RoundTrip(inv, {}, &entry);
+  EXPECT_EQ(d.wr.opcode, WrOpcode::kLocalInv);
+  EXPECT_EQ(d.wr.invalidate_rkey, 0x1234u);
+
+  burst_shm_send_wqe bind = Header(WrOpcode::kBindMw);
+  bind.imm_data = 0x501;
+  bind.rkey = 0x502;
+  bind.remote_addr = 0x7f0000001000ull;
+  bind.compare_add = 0x20000;
+  bind.remote_qpn = 0x301;
+  bind.remote_qkey = core::kAccessRemoteWrite | core::kAccessRemoteRead;
+  d = RoundTrip(bind, {}, &entry);
+  EXPECT_EQ(d.wr.opcode, WrOpcode::kBindMw);
+  EXPECT_EQ(d.wr.bind.mw_rkey, 0x501u);
+  EXPECT_EQ(d.wr.bind.new_rkey, 0x502u);
+  EXPECT_EQ(d.wr.bind.addr, 0x7f0000001000ull);
+  EXPECT_EQ(d.wr.bind.length, 0x20000u);
+  EXPECT_EQ(d.wr.bind.mr_lkey, 0x301u);
+  EXPECT_EQ(d.wr.bind.access, uint32_t{core::kAccessRemoteWrite | core::kAccessRemoteRead});
+  bind.send_flags |= BURST_SHM_SEND_INLINE;  // no data: refused
+  entry.assign(kLimits.entry_size, 0);
+  ASSERT_TRUE(EncodeSendWqe(bind, static_cast<const core::Sge*>(nullptr), 0, kLimits,
+                            entry.data()));
+  EXPECT_FALSE(DecodeSendWqe(entry.data(), kLimits, &d).ok());
+}
+
 // Inline data is gathered from the SGEs' buffers (in this process) into the entry.
 TEST(ShmWqe, InlineRoundTrip) {
   std::vector<uint8_t> data(128);

@@ -91,6 +91,88 @@ TEST(MrTable, InvalidateRkey) {
   EXPECT_TRUE(t.dereg_mr(k).ok());
 }
 
+// ibv_rereg_mr: PD and access change in place with the same keys (as rxe); a
+// new translation gives new keys and the old ones miss; an MR with a bound
+// window is busy; a refused rereg leaves the MR as it was.
+TEST(MrTable, ReregChangesPdAccessAndTranslation) {
+  MrTable t(16, 4);
+  const uint32_t pd = t.alloc_pd(), pd2 = t.alloc_pd();
+  Bytes a(4096), b(8192);
+  uint32_t lkey = 0, rkey = 0, nl = 0, nr = 0;
+  ASSERT_TRUE(t.reg_mr(pd, a.data(), 0x10000, 4096, kAccessLocalWrite, &lkey, &rkey).ok());
+  EXPECT_EQ(t.remote(pd, rkey, 0x10000, 16, kAccessRemoteWrite), nullptr);
+  ASSERT_TRUE(t.rereg_mr(lkey, pd2, a.data(), 0x10000, 4096,
+                         kAccessLocalWrite | kAccessRemoteWrite | kAccessMwBind, 0, false, &nl,
+                         &nr)
+                  .ok());
+  EXPECT_EQ(nl, lkey);
+  EXPECT_EQ(nr, rkey);
+  EXPECT_EQ(t.remote(pd2, rkey, 0x10000, 16, kAccessRemoteWrite), a.data());
+  EXPECT_EQ(t.remote(pd, rkey, 0x10000, 16, kAccessRemoteWrite), nullptr);  // the old PD
+  EXPECT_TRUE(t.dealloc_pd(pd).ok()) << "the MR left the old PD";
+  // Bad access (remote write without local write): refused, MR unchanged.
+  EXPECT_EQ(t.rereg_mr(lkey, pd2, a.data(), 0x10000, 4096, kAccessRemoteWrite, 0, false, &nl, &nr)
+                .errc(),
+            Errc::kInvalid);
+  EXPECT_EQ(t.remote(pd2, rkey, 0x10000, 16, kAccessRemoteWrite), a.data());
+  // A window bound to it: busy.
+  uint32_t mw = 0;
+  ASSERT_TRUE(t.alloc_mw(pd2, 1, &mw).ok());
+  MwBind bind{mw, mw, lkey, kAccessRemoteWrite, 0x10000, 64};
+  ASSERT_EQ(t.bind_mw(pd2, 0, bind), WcStatus::kSuccess);
+  EXPECT_EQ(t.rereg_mr(lkey, pd2, b.data(), 0x40000, 8192, kAccessLocalWrite, 0, true, &nl, &nr)
+                .errc(),
+            Errc::kBusy);
+  ASSERT_TRUE(t.dealloc_mw(mw >> 8).ok());
+  // New translation: new keys, the old ones miss.
+  ASSERT_TRUE(t.rereg_mr(lkey, pd2, b.data(), 0x40000, 8192,
+                         kAccessLocalWrite | kAccessRemoteRead, 0, true, &nl, &nr)
+                  .ok());
+  EXPECT_NE(nl, lkey);
+  EXPECT_EQ(nl >> 8, lkey >> 8);
+  EXPECT_EQ(t.remote(pd2, nr, 0x40000 + 4096, 16, kAccessRemoteRead), b.data() + 4096);
+  EXPECT_EQ(t.remote(pd2, rkey, 0x40000, 16, kAccessRemoteRead), nullptr);
+  WcStatus err = WcStatus::kSuccess;
+  EXPECT_EQ(t.local(pd2, lkey, 0x10000, 16, 0, &err), nullptr);
+  EXPECT_EQ(t.mr_count(), 1u);
+  EXPECT_TRUE(t.dereg_mr(nl).ok());
+}
+
+// A WRITE in progress through a window (MrRef) stops when the window is
+// invalidated or deallocated; lkeys never resolve to a window.
+TEST(MrTable, WindowRefStopsWithTheWindow) {
+  MrTable t(16, 4);
+  const uint32_t pd = t.alloc_pd();
+  Bytes a(4096);
+  uint32_t lkey = 0, rkey = 0, mw = 0;
+  ASSERT_TRUE(t.reg_mr(pd, a.data(), 0x10000, 4096, kAccessLocalWrite | kAccessMwBind, &lkey,
+                       &rkey)
+                  .ok());
+  ASSERT_TRUE(t.alloc_mw(pd, 2, &mw).ok());
+  EXPECT_EQ(t.mw_count(), 1u);
+  ASSERT_EQ(t.bind_mw(pd, 7, MwBind{mw, mw, lkey, kAccessRemoteWrite, 0x10100, 256}),
+            WcStatus::kSuccess);
+  MrRef ref;
+  EXPECT_EQ(t.remote_ref(pd, mw, 0x10100, 256, kAccessRemoteWrite, &ref, nullptr, 7),
+            a.data() + 0x100);
+  EXPECT_EQ(t.remote_ref(pd, mw, 0x10100, 256, kAccessRemoteWrite, &ref, nullptr, 8), nullptr)
+      << "another QP";
+  EXPECT_TRUE(MrTable::still_valid(ref));
+  WcStatus err = WcStatus::kSuccess;
+  EXPECT_EQ(t.local(pd, mw, 0x10100, 8, 0, &err), nullptr) << "a window has no lkey";
+  EXPECT_EQ(t.invalidate_rkey(pd, rkey).errc(), Errc::kInvalid) << "MR with a window bound";
+  ASSERT_TRUE(t.invalidate_rkey(pd, mw).ok());
+  EXPECT_FALSE(MrTable::still_valid(ref));
+  ASSERT_EQ(t.bind_mw(pd, 7, MwBind{mw, mw + 1, lkey, kAccessRemoteWrite, 0x10000, 16}),
+            WcStatus::kSuccess);
+  ASSERT_NE(t.remote_ref(pd, mw + 1, 0x10000, 16, kAccessRemoteWrite, &ref, nullptr, 7), nullptr);
+  ASSERT_TRUE(t.dealloc_mw(mw >> 8).ok());
+  EXPECT_FALSE(MrTable::still_valid(ref));
+  EXPECT_EQ(t.mw_count(), 0u);
+  EXPECT_TRUE(t.dereg_mr(lkey).ok());
+  EXPECT_TRUE(t.dealloc_pd(pd).ok());
+}
+
 TEST(CopyEngine, TicketsRingFullAndCompletion) {
   CopyEngine c(CopyKind::kCpu, 4);
   Bytes src = pattern(64, 3), dst(64, 0);
