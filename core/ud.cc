@@ -78,6 +78,7 @@ void Engine::ud_receive(Qp& qp, const wire::PacketView& pv) {
   wc.qp_num = qp.qpn;
   wc.src_qp = deth->src_qpn();
   wc.wc_flags = flags;
+  wc.solicited = pv.bth().se();
   emit_cqe(qp, false, wc);
   ++qp.rq.tail;
   r.rwqe_held = false;

@@ -47,7 +47,8 @@ X(CREATE_SRQ,     create_srq_req,     create_srq_resp,   FIXED, 0, 1, kLive,    
 X(DESTROY_SRQ,    handle_req,         empty_resp,        FIXED, 0, 0, kSession, op_destroy_srq)    \
 X(MODIFY_SRQ,     modify_srq_req,     empty_resp,        FIXED, 0, 0, kLive,    op_modify_srq)     \
 X(QUERY_SRQ,      handle_req,         query_srq_resp,    FIXED, 0, 0, kSession, op_query_srq)      \
-X(ATTACH_MEMORY,  attach_memory_req,  empty_resp,        FIXED, 2, 0, kLive,    op_attach_memory)
+X(ATTACH_MEMORY,  attach_memory_req,  empty_resp,        FIXED, 2, 0, kLive,    op_attach_memory)  \
+X(RESIZE_CQ,      resize_cq_req,      resize_cq_resp,    FIXED, 0, 1, kLive,    op_resize_cq)
 // clang-format on
 
 // The wire facts of one row as a ctl::OpSpec initializer (ctl_codec.h).
