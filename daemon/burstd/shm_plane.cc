@@ -99,6 +99,7 @@ core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, 
 }
 
 core::Status ShmCq::Resize(uint32_t cqe) {
+  if (cqe == 0) return core::Errc::kInvalid;
   shm::ShmRegion region;
   shm::RingGeometry geom;
   uint64_t offset = 0;
