@@ -83,6 +83,7 @@ inline constexpr uint16_t kOps[] = {BURST_CTL_OP_HELLO,
                                     BURST_CTL_OP_MODIFY_SRQ,
                                     BURST_CTL_OP_QUERY_SRQ,
                                     BURST_CTL_OP_ATTACH_MEMORY,
+                                    BURST_CTL_OP_RESIZE_CQ,
                                     0 /* from the body */};
 inline constexpr size_t kNumOps = sizeof(kOps) / sizeof(kOps[0]);
 
