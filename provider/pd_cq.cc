@@ -4,6 +4,7 @@
 // sends with the answer, mapped in shm_regions.cc; polled in poll_cq.cc) and,
 // with a completion channel, hands burstd the channel's socket (from the
 // preload shim, cq_events.cc) so that burstd can write completion events into it.
+// ibv_resize_cq (RESIZE_CQ) gets a new ring holding what was not polled yet.
 //
 // Threading: control path, any application thread (the control connection
 // serialises the calls to burstd).

@@ -11,7 +11,8 @@
 //     asked, the pending completions kept in order; 0 and above max_cqe EINVAL;
 //     then 4000 SENDs while the receive CQ is resized every few polls: every
 //     completion arrives once, in order;
-//   ibv_modify_cq: EOPNOTSUPP.
+//   ibv_modify_cq: EOPNOTSUPP; ibv_create_cq_ex with completion timestamps or
+//     IGNORE_OVERRUN: EOPNOTSUPP; a cq_ex resizes like a CQ.
 // Prints "PASS" and exits 0; a failed check prints "FAIL: ..." and exits 1.
 #include <infiniband/verbs.h>
 #include <poll.h>
@@ -294,6 +295,29 @@ void resize_checks(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid) {
   ma.moderate.cq_count = 8;
   ma.moderate.cq_period = 10;
   CHECK(ibv_modify_cq(r.rcq, &ma) == EOPNOTSUPP, "ibv_modify_cq is not EOPNOTSUPP");
+
+  // ibv_create_cq_ex: what burst does not carry fails cleanly; a cq_ex resizes too.
+  ibv_cq_init_attr_ex ca{};
+  ca.cqe = 16;
+  ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+  errno = 0;
+  CHECK(ibv_create_cq_ex(ctx, &ca) == nullptr && errno == EOPNOTSUPP, "cq_ex timestamps: %d", errno);
+  ca.wc_flags = IBV_WC_STANDARD_FLAGS;
+  ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+  ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+  errno = 0;
+  CHECK(ibv_create_cq_ex(ctx, &ca) == nullptr && errno == EOPNOTSUPP, "cq_ex ignore overrun: %d",
+        errno);
+  ca.comp_mask = 0;
+  ca.flags = 0;
+  ibv_cq_ex* cx = ibv_create_cq_ex(ctx, &ca);
+  CHECK(cx != nullptr, "create_cq_ex: %s", std::strerror(errno));
+  ibv_cq* c = ibv_cq_ex_to_cq(cx);
+  e = ibv_resize_cq(c, 300);
+  CHECK(e == 0 && c->cqe >= 300, "resize a cq_ex: %d, cqe %d", e, c->cqe);
+  ibv_poll_cq_attr pa{};
+  CHECK(ibv_start_poll(cx, &pa) == ENOENT, "start_poll on an empty resized cq_ex");
+  CHECK(ibv_destroy_cq(c) == 0, "destroy cq_ex");
 
   CHECK(ibv_destroy_qp(r.qp) == 0, "destroy_qp");
   CHECK(ibv_destroy_cq(r.rcq) == 0 && ibv_destroy_cq(r.scq) == 0, "destroy_cq");
