@@ -4,7 +4,8 @@
 # private namespace, with verbs_cq_probe (plain libibverbs, under burstctl run
 # for the completion-channel shim): ibv_req_notify_cq(cq, 1) wakes only for
 # solicited or failed completions ("next" wins), ibv_resize_cq keeps pending
-# completions in order and loses none under traffic, ibv_modify_cq EOPNOTSUPP.
+# completions in order and loses none under traffic delivered by two burstd
+# workers into one CQ, ibv_modify_cq EOPNOTSUPP.
 # Usage: cq_test.sh BURSTCTL BURSTD PROBE
 # Exit: 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
@@ -36,8 +37,8 @@ if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
            "$BURST_TEST_PRELOAD")
 fi
 SOCK=$TMP/burstd.sock
-nsenter --net=/run/netns/"$NA" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
-  >>"$TMP/burstd.log" 2>&1 &
+nsenter --net=/run/netns/"$NA" "$BURSTD" --backend loopback --netdev v0 --workers 2 \
+  --socket "$SOCK" >>"$TMP/burstd.log" 2>&1 &
 BURSTD_PID=$!
 BG_PIDS+=("$BURSTD_PID")
 for _ in $(seq 100); do

@@ -9,8 +9,9 @@
 //   resize: ibv_resize_cq with completions pending, down (EINVAL below the
 //     number held, exactly that number works) and up, cq->cqe at least what was
 //     asked, the pending completions kept in order; 0 and above max_cqe EINVAL;
-//     then 4000 SENDs while the receive CQ is resized every few polls: every
-//     completion arrives once, in order;
+//     then 2 x 3000 SENDs on two QPs sharing the receive CQ (on two burstd
+//     workers) while it is resized every few polls: every completion arrives
+//     once, in order;
 //   ibv_modify_cq: EOPNOTSUPP; ibv_create_cq_ex with completion timestamps or
 //     IGNORE_OVERRUN: EOPNOTSUPP; a cq_ex resizes like a CQ.
 // Prints "PASS" and exits 0; a failed check prints "FAIL: ..." and exits 1.
@@ -75,9 +76,12 @@ void connect_to_self(ibv_qp* qp, const ibv_gid& gid) {
          "RTS");
 }
 
-Rc make_rc(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid, ibv_comp_channel* ch, int rcqe) {
+// An RC QP connected to itself with a send CQ of its own and a new receive CQ
+// (or `shared_rcq`).
+Rc make_rc(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid, ibv_comp_channel* ch, int rcqe,
+           ibv_cq* shared_rcq = nullptr) {
   Rc r;
-  r.rcq = ibv_create_cq(ctx, rcqe, nullptr, ch, 0);
+  r.rcq = shared_rcq != nullptr ? shared_rcq : ibv_create_cq(ctx, rcqe, nullptr, ch, 0);
   r.scq = ibv_create_cq(ctx, 256, nullptr, nullptr, 0);
   CHECK(r.rcq != nullptr && r.scq != nullptr, "create_cq: %s", std::strerror(errno));
   ibv_qp_init_attr ia{};
@@ -221,6 +225,61 @@ void expect_ids(ibv_cq* cq, uint64_t first, int n) {
   CHECK(ibv_poll_cq(cq, 1, wc) == 0, "a completion too many");
 }
 
+// SENDs on r's QP and on a second QP feeding the same receive CQ (with burstd
+// running two workers, QPNs are striped over them: two workers deliver into
+// the CQ) while the receive CQ is resized every few polls. At most 32 receives
+// are outstanding in all, so every size below fits what the CQ can hold.
+void traffic_while_resizing(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid, const Rc& r,
+                            unsigned char* buf, uint32_t lkey) {
+  const Rc qps[2] = {r, make_rc(ctx, pd, gid, nullptr, 0, r.rcq)};
+  CHECK(ibv_resize_cq(r.rcq, 32) == 0, "resize to 32 before the traffic");
+  constexpr uint64_t kPerQp = 3000;
+  const int sizes[] = {32, 1000, 40, 33, 500, 64};
+  uint64_t posted[2] = {}, sent[2] = {}, recvd[2] = {};
+  int resizes = 0;
+  const double end = now_s() + 60;
+  while (recvd[0] + recvd[1] < 2 * kPerQp) {
+    CHECK(now_s() < end, "traffic stalled at %llu + %llu", (unsigned long long)recvd[0],
+          (unsigned long long)recvd[1]);
+    for (int q = 0; q < 2; ++q) {
+      while (posted[q] < kPerQp && posted[q] - recvd[q] < 16 && posted[q] - sent[q] < 16) {
+        post_recv(qps[q], posted[q], buf + kMsg, lkey);
+        post_send(qps[q], posted[q], buf, lkey);
+        ++posted[q];
+      }
+      ibv_wc w[8];
+      const int ns = ibv_poll_cq(qps[q].scq, 8, w);
+      CHECK(ns >= 0, "poll send cq");
+      for (int i = 0; i < ns; ++i, ++sent[q]) {
+        CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == sent[q], "QP %d send %llu: %llu %s",
+              q, (unsigned long long)sent[q], (unsigned long long)w[i].wr_id,
+              ibv_wc_status_str(w[i].status));
+      }
+    }
+    ibv_wc w[8];
+    const int nr = ibv_poll_cq(r.rcq, 1 + (recvd[0] + recvd[1]) % 5, w);
+    CHECK(nr >= 0, "poll recv cq");
+    for (int i = 0; i < nr; ++i) {
+      const int q = w[i].qp_num == qps[0].qp->qp_num ? 0 : 1;
+      CHECK(w[i].qp_num == qps[q].qp->qp_num, "receive on QP %u", w[i].qp_num);
+      CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == recvd[q], "QP %d receive %llu: %llu %s",
+            q, (unsigned long long)recvd[q], (unsigned long long)w[i].wr_id,
+            ibv_wc_status_str(w[i].status));
+      ++recvd[q];
+    }
+    if (nr > 0 && (recvd[0] + recvd[1]) % 7 == 0) {
+      const int want = sizes[resizes % 6];
+      const int e = ibv_resize_cq(r.rcq, want);
+      CHECK(e == 0 && r.rcq->cqe >= want, "resize to %d during traffic: %d", want, e);
+      ++resizes;
+    }
+  }
+  std::printf("2 x %llu receives in order across %d resizes\n", (unsigned long long)kPerQp,
+              resizes);
+  CHECK(resizes > 50, "only %d resizes", resizes);
+  CHECK(ibv_destroy_qp(qps[1].qp) == 0 && ibv_destroy_cq(qps[1].scq) == 0, "destroy 2nd QP");
+}
+
 void resize_checks(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid) {
   static unsigned char buf[2 * kMsg];
   ibv_mr* mr = ibv_reg_mr(pd, buf, sizeof(buf), kAccess);
@@ -247,48 +306,7 @@ void resize_checks(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid) {
   CHECK(e == 0 && r.rcq->cqe >= 28, "resize down to 28: %d, cqe %d", e, r.rcq->cqe);
   expect_ids(r.rcq, 2, 28);
 
-  // Traffic while resizing: at most 32 receives outstanding, so every size
-  // below fits what the CQ can hold at any time.
-  CHECK(ibv_resize_cq(r.rcq, 32) == 0, "resize to 32 before the traffic");
-  constexpr uint64_t kTotal = 4000;
-  const int sizes[] = {32, 1000, 40, 33, 500, 64};
-  uint64_t posted = 0, recvd = 0, sent = 0;
-  int resizes = 0;
-  const double end = now_s() + 60;
-  while (recvd < kTotal) {
-    CHECK(now_s() < end, "traffic stalled at %llu of %llu", (unsigned long long)recvd,
-          (unsigned long long)kTotal);
-    while (posted < kTotal && posted - recvd < 32 && posted - sent < 32) {
-      post_recv(r, posted, buf + kMsg, mr->lkey);
-      post_send(r, posted, buf, mr->lkey);
-      ++posted;
-    }
-    ibv_wc w[8];
-    const int ns = ibv_poll_cq(r.scq, 8, w);
-    CHECK(ns >= 0, "poll send cq");
-    for (int i = 0; i < ns; ++i) {
-      CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == sent, "send %llu: %llu %s",
-            (unsigned long long)sent, (unsigned long long)w[i].wr_id,
-            ibv_wc_status_str(w[i].status));
-      ++sent;
-    }
-    const int nr = ibv_poll_cq(r.rcq, 1 + recvd % 5, w);
-    CHECK(nr >= 0, "poll recv cq");
-    for (int i = 0; i < nr; ++i) {
-      CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == recvd, "receive %llu: %llu %s",
-            (unsigned long long)recvd, (unsigned long long)w[i].wr_id,
-            ibv_wc_status_str(w[i].status));
-      ++recvd;
-    }
-    if (nr > 0 && recvd % 7 == 0) {
-      const int want = sizes[resizes % 6];
-      e = ibv_resize_cq(r.rcq, want);
-      CHECK(e == 0 && r.rcq->cqe >= want, "resize to %d during traffic: %d", want, e);
-      ++resizes;
-    }
-  }
-  std::printf("%llu receives in order across %d resizes\n", (unsigned long long)kTotal, resizes);
-  CHECK(resizes > 50, "only %d resizes", resizes);
+  traffic_while_resizing(ctx, pd, gid, r, buf, mr->lkey);
 
   ibv_modify_cq_attr ma{};
   ma.attr_mask = IBV_CQ_ATTR_MODERATE;
