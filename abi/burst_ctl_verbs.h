@@ -109,7 +109,7 @@ struct burst_ctl_resize_cq_req {
 
 struct burst_ctl_resize_cq_resp {
   struct burst_ctl_hdr hdr;
-  uint32_t cqe;         /* entries provided */
+  uint32_t cqe; /* entries provided */
   uint32_t reserved;
   uint64_t region_size; /* bytes to map */
 };

@@ -235,8 +235,8 @@ struct burst_shm_ring {
   uint8_t reserved2[56];
 };
 
-#define BURST_SHM_ARM_ALL_MASK 0xffffu     /* arm_sequence: requests, any kind */
-#define BURST_SHM_ARM_SOLICITED_SHIFT 16   /* arm_sequence: solicited-only requests */
+#define BURST_SHM_ARM_ALL_MASK 0xffffu   /* arm_sequence: requests, any kind */
+#define BURST_SHM_ARM_SOLICITED_SHIFT 16 /* arm_sequence: solicited-only requests */
 
 /* ------------------------------------------------------------------------ */
 /* Ring entries.                                                             */

@@ -242,8 +242,7 @@ void Engine::rc_send(Qp& qp, const wire::PacketView& pv) {
     flags |= kWcWithInv;
     imm = inv->rkey();
   }
-  complete_rwqe(qp, WcStatus::kSuccess, WcOpcode::kRecv, r.msg_bytes, flags, imm,
-                pv.bth().se());
+  complete_rwqe(qp, WcStatus::kSuccess, WcOpcode::kRecv, r.msg_bytes, flags, imm, pv.bth().se());
   r.epsn = r.epsn + 1;
   r.msg = RespState::kNone;
   r.msn = (r.msn + 1) & wire::kPsnMask;

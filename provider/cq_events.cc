@@ -6,9 +6,10 @@
 // away into IBV_EVENT_DEVICE_FATAL, woken completion channels and failing
 // posts and polls (Context::dead).
 //
-// Threading: req_notify_cq runs on application threads under the CQ's arm_lock
-// (one compare-and-swap on the ring; resize_cq takes the lock to move the word). The list of CQs with a channel (Context::channel_cqs)
-// is under Context::mu: written by the create/destroy verbs, read by the
+// Threading: req_notify_cq runs on application threads under the CQ's
+// arm_lock (one compare-and-swap on the ring; resize_cq takes the lock to move
+// the word). The list of CQs with a channel (Context::channel_cqs) is under
+// Context::mu: written by the create/destroy verbs, read by the
 // watcher. One watcher thread per context, started by alloc_context and joined
 // by free_context (stop_watcher); it only writes Context::dead (release), the
 // async-event pipe and the channel sockets.
@@ -131,7 +132,8 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   uint32_t next;
   do {
     next = ((old + add_solicited) & ~BURST_SHM_ARM_ALL_MASK) | ((old + 1) & BURST_SHM_ARM_ALL_MASK);
-  } while (!__atomic_compare_exchange_n(word, &old, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+  } while (
+      !__atomic_compare_exchange_n(word, &old, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
   pthread_spin_unlock(&cq->arm_lock);
   return 0;
 }

@@ -171,7 +171,7 @@ void detach_cq_ring(Context* ctx, Cq* cq);
 // After RESIZE_CQ, under the CQ's locks: the CQ moves to the new ring (the old
 // one is unmapped). On failure the old ring is marked failed (burstd produces
 // into the new one now), so that polls report EIO instead of waiting forever.
-int replace_cq_ring(Cq* cq, int fd, uint64_t size);  // takes fd
+int replace_cq_ring(Cq* cq, int fd, uint64_t size);                                 // takes fd
 int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker);  // takes fd
 void detach_qp_rings(Qp* qp);
 int attach_srq_ring(Context* ctx, Srq* srq, int fd, uint64_t size, uint32_t worker);  // takes fd

@@ -120,8 +120,8 @@ int op_resize_cq(Call& c) {
   int fd = -1;
   if (int e = c.res.resize_cq(c.s.id, req, r, &fd); e != 0) return e;
   c.out_fds->push_back(fd);
-  c.what = "cq " + std::to_string(req.cq_handle) + " resized to " + std::to_string(r->cqe) +
-           " entries";
+  c.what =
+      "cq " + std::to_string(req.cq_handle) + " resized to " + std::to_string(r->cqe) + " entries";
   return 0;
 }
 

@@ -69,8 +69,8 @@ core::Status MakeCqRegion(uint32_t handle, uint32_t cqe, shm::ShmRegion* region,
 // What the arm requests since `answered` ask for (abi: arm_sequence).
 enum class ArmWait : uint8_t { kNone, kNext, kSolicited };
 ArmWait pending_arm(uint32_t arm, uint32_t answered) {
-  const auto all = static_cast<uint16_t>((arm & BURST_SHM_ARM_ALL_MASK) -
-                                         (answered & BURST_SHM_ARM_ALL_MASK));
+  const auto all =
+      static_cast<uint16_t>((arm & BURST_SHM_ARM_ALL_MASK) - (answered & BURST_SHM_ARM_ALL_MASK));
   const auto solicited = static_cast<uint16_t>((arm >> BURST_SHM_ARM_SOLICITED_SHIFT) -
                                                (answered >> BURST_SHM_ARM_SOLICITED_SHIFT));
   if (all == 0) return ArmWait::kNone;

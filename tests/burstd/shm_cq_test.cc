@@ -54,8 +54,7 @@ class AppCq {
   void arm(bool solicited_only) {
     const uint32_t w = hdr_->arm_sequence;
     const uint32_t add = solicited_only ? 1u << BURST_SHM_ARM_SOLICITED_SHIFT : 0;
-    hdr_->arm_sequence =
-        ((w + add) & ~BURST_SHM_ARM_ALL_MASK) | ((w + 1) & BURST_SHM_ARM_ALL_MASK);
+    hdr_->arm_sequence = ((w + add) & ~BURST_SHM_ARM_ALL_MASK) | ((w + 1) & BURST_SHM_ARM_ALL_MASK);
   }
   uint32_t capacity() const { return capacity_; }
 
@@ -66,8 +65,7 @@ class AppCq {
   uint32_t capacity_ = 0;
 };
 
-core::Wc wc(uint64_t id, bool solicited = false,
-            core::WcStatus status = core::WcStatus::kSuccess) {
+core::Wc wc(uint64_t id, bool solicited = false, core::WcStatus status = core::WcStatus::kSuccess) {
   core::Wc w;
   w.wr_id = id;
   w.opcode = core::WcOpcode::kRecv;
@@ -211,8 +209,7 @@ TEST_F(ShmCqTest, NothingLostWhileAWorkerDeliversDuringResizes) {
   worker.join();
   EXPECT_EQ(next, kTotal);
   EXPECT_GT(resizes, 10u);
-  std::printf("%u resizes, %u refused (more completions held than asked for)\n", resizes,
-              refused);
+  std::printf("%u resizes, %u refused (more completions held than asked for)\n", resizes, refused);
 }
 
 }  // namespace

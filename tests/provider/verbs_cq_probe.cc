@@ -251,8 +251,8 @@ void traffic_while_resizing(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid, co
       const int ns = ibv_poll_cq(qps[q].scq, 8, w);
       CHECK(ns >= 0, "poll send cq");
       for (int i = 0; i < ns; ++i, ++sent[q]) {
-        CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == sent[q], "QP %d send %llu: %llu %s",
-              q, (unsigned long long)sent[q], (unsigned long long)w[i].wr_id,
+        CHECK(w[i].status == IBV_WC_SUCCESS && w[i].wr_id == sent[q], "QP %d send %llu: %llu %s", q,
+              (unsigned long long)sent[q], (unsigned long long)w[i].wr_id,
               ibv_wc_status_str(w[i].status));
       }
     }
@@ -319,7 +319,8 @@ void resize_checks(ibv_context* ctx, ibv_pd* pd, const ibv_gid& gid) {
   ca.cqe = 16;
   ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
   errno = 0;
-  CHECK(ibv_create_cq_ex(ctx, &ca) == nullptr && errno == EOPNOTSUPP, "cq_ex timestamps: %d", errno);
+  CHECK(ibv_create_cq_ex(ctx, &ca) == nullptr && errno == EOPNOTSUPP, "cq_ex timestamps: %d",
+        errno);
   ca.wc_flags = IBV_WC_STANDARD_FLAGS;
   ca.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
   ca.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
