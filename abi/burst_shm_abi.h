@@ -230,7 +230,10 @@ struct burst_shm_ring {
    * CQ's channel); if all were solicited-only, the first solicited completion
    * (a receive whose message carried the BTH SE bit) or unsuccessful one does
    * (IBA 11.4.2.2; "next" wins when both were asked). An event answers every
-   * request seen so far. */
+   * request seen so far. The provider's compare-and-swap is sequentially
+   * consistent and burstd puts a seq_cst fence between publishing completions
+   * and reading the word: an application that arms and then polls either
+   * finds the completion or gets the event. */
   uint32_t arm_sequence;
   uint8_t reserved2[56];
 };

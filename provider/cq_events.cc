@@ -132,8 +132,10 @@ int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   uint32_t next;
   do {
     next = ((old + add_solicited) & ~BURST_SHM_ARM_ALL_MASK) | ((old + 1) & BURST_SHM_ARM_ALL_MASK);
+    // seq_cst: the poll that follows an arm must not be ordered before it
+    // (burstd fences between publishing a completion and reading the word).
   } while (
-      !__atomic_compare_exchange_n(word, &old, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+      !__atomic_compare_exchange_n(word, &old, next, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
   pthread_spin_unlock(&cq->arm_lock);
   return 0;
 }

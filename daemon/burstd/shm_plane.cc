@@ -143,6 +143,12 @@ ShmCq::~ShmCq() {
 
 void ShmCq::notify_locked(bool wakes_solicited) {
   auto* hdr = reinterpret_cast<burst_shm_ring*>(region_.data() + ring_offset_);
+  // The producer index just published (a store) and the arm word (a load)
+  // against the application's arm (a store, seq_cst) and its poll (a load):
+  // without the fence both sides could miss the other's store and the
+  // application would sleep on a completion in its ring. Only CQs with a
+  // channel pay for it (the others have nobody to wake).
+  if (channel_fd_ >= 0) std::atomic_thread_fence(std::memory_order_seq_cst);
   // Written by the application (req_notify_cq); any value is harmless.
   const uint32_t arm =
       std::atomic_ref<uint32_t>(hdr->arm_sequence).load(std::memory_order_acquire);
