@@ -137,6 +137,7 @@ enum burst_ctl_op {
   BURST_CTL_OP_MODIFY_SRQ = 32,
   BURST_CTL_OP_QUERY_SRQ = 33,
   BURST_CTL_OP_ATTACH_MEMORY = 34, /* request carries /proc/self/maps [+ /proc/self/mem] */
+  BURST_CTL_OP_RESIZE_CQ = 35,     /* response carries the CQ's new region memfd */
   BURST_CTL_OP_REREG_MR = 36,      /* request may carry the file behind the new range */
   BURST_CTL_OP_ALLOC_MW = 37,
   BURST_CTL_OP_DEALLOC_MW = 38,

@@ -96,6 +96,24 @@ struct burst_ctl_create_cq_resp {
   uint64_t region_size; /* bytes to map */
 };
 
+/* RESIZE_CQ: the CQ gets a new ring of at least cqe entries (EINVAL above the
+ * device's max_cqe or below the completions the ring holds); those are copied
+ * into it, in order, and the response carries its memfd (kind CQ). burstd's
+ * workers switch to it at once; the application polls the old ring no more
+ * (the provider holds the CQ's lock across the call) and maps the new one. */
+struct burst_ctl_resize_cq_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t cq_handle;
+  uint32_t cqe;
+};
+
+struct burst_ctl_resize_cq_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t cqe; /* entries provided */
+  uint32_t reserved;
+  uint64_t region_size; /* bytes to map */
+};
+
 struct burst_ctl_create_qp_req {
   struct burst_ctl_hdr hdr;
   uint32_t pd_handle;
@@ -328,6 +346,8 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_req) == 24, "alloc_pd_r
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_pd_resp) == 32, "alloc_pd_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_req) == 40, "create_cq_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_cq_resp) == 40, "create_cq_resp size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_resize_cq_req) == 32, "resize_cq_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_resize_cq_resp) == 40, "resize_cq_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_qp_req) == 80, "create_qp_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_srq_req) == 56, "create_srq_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_create_srq_resp) == 64, "create_srq_resp size");

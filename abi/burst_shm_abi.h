@@ -220,13 +220,26 @@ struct burst_shm_ring {
   uint8_t reserved1[60];
   /* Line 2: written by the consumer side, read by the producer side. */
   uint32_t consumer_index;
-  /* CQ only: the provider adds 1 for every ibv_req_notify_cq; burstd sends one
-   * completion event (to the CQ's channel) for the first completion it writes
-   * after seeing a value it has not answered yet. Solicited-only requests are
-   * answered like any request (a spurious wakeup, never a lost one). */
+  /* CQ only: the requests for a completion event (ibv_req_notify_cq), two
+   * 16-bit counters in one word (BURST_SHM_ARM_*), each wrapping on its own:
+   * bits 15..0 count every request, bits 31..16 the solicited-only ones among
+   * them (the provider updates the word with a compare-and-swap, so the low
+   * half never carries into the high one). burstd compares the word with the
+   * last one it answered: if any request since was for the next completion,
+   * the first completion it writes after seeing it raises one event (in the
+   * CQ's channel); if all were solicited-only, the first solicited completion
+   * (a receive whose message carried the BTH SE bit) or unsuccessful one does
+   * (IBA 11.4.2.2; "next" wins when both were asked). An event answers every
+   * request seen so far. The provider's compare-and-swap is sequentially
+   * consistent and burstd puts a seq_cst fence between publishing completions
+   * and reading the word: an application that arms and then polls either
+   * finds the completion or gets the event. */
   uint32_t arm_sequence;
   uint8_t reserved2[56];
 };
+
+#define BURST_SHM_ARM_ALL_MASK 0xffffu   /* arm_sequence: requests, any kind */
+#define BURST_SHM_ARM_SOLICITED_SHIFT 16 /* arm_sequence: solicited-only requests */
 
 /* ------------------------------------------------------------------------ */
 /* Ring entries.                                                             */

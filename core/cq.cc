@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "core/cq.h"
 
+#include <utility>
+
 namespace burst::core {
 
 Cq::Cq(uint32_t depth) : depth_(depth) {
@@ -19,6 +21,15 @@ bool Cq::push(const Wc& wc) {
   ring_[tail_ & mask_] = wc;
   ++tail_;
   return true;
+}
+
+void Cq::resize(uint32_t depth) {
+  if (depth < size()) depth = size();
+  Cq next(depth);
+  while (head_ != tail_) next.ring_[next.tail_++ & next.mask_] = ring_[head_++ & mask_];
+  next.dropped_ = dropped_;
+  next.error_ = error_;
+  *this = std::move(next);
 }
 
 int Cq::poll(Wc* out, int max) {

@@ -22,6 +22,8 @@ class Cq {
   // False (and the CQ in error) when the ring was full or the CQ already in error.
   bool push(const Wc& wc);
   int poll(Wc* out, int max);
+  // A new depth of at least size(): the completions in the ring stay, in order.
+  void resize(uint32_t depth);
 
   uint32_t depth() const { return depth_; }
   uint32_t size() const { return static_cast<uint32_t>(tail_ - head_); }

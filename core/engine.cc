@@ -112,6 +112,14 @@ Status Engine::destroy_cq(uint32_t cq_id) {
   return Status::Ok();
 }
 
+Status Engine::resize_cq(uint32_t cq_id, uint32_t depth) {
+  if (cq_id == 0 || cq_id >= cqs_.size() || !cqs_[cq_id].in_use) return Errc::kNotFound;
+  if (depth == 0 || depth > kMaxCqDepth) return Errc::kInvalid;
+  Cq& cq = cqs_[cq_id].cq;
+  cq.resize(std::max(depth, cq.size()));  // what waits in it stays
+  return Status::Ok();
+}
+
 int Engine::poll_cq(uint32_t cq_id, Wc* wc, int max) {
   if (cq_id == 0 || cq_id >= cqs_.size() || !cqs_[cq_id].in_use || max <= 0) return 0;
   return cqs_[cq_id].cq.poll(wc, max);

@@ -118,6 +118,9 @@ class Engine {
   // Control plane (owning thread).
   Status create_cq(uint32_t depth, uint32_t* cq_id);
   Status destroy_cq(uint32_t cq_id);                        // kBusy while a QP uses it
+  // A new depth (ibv_resize_cq); completions waiting in the CQ are kept, in
+  // order (the depth never goes below their number). Owning worker only.
+  Status resize_cq(uint32_t cq_id, uint32_t depth);
   Status create_qp(const QpInitAttr& init, uint32_t* qpn);  // *cap is rounded up in query_qp
   Status destroy_qp(uint32_t qpn);
   Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t attr_mask);
@@ -309,7 +312,7 @@ class Engine {
   void queue_last_wqe_event(Qp& qp);
   bool scatter(Qp& qp, const uint8_t* src, uint32_t len, WcStatus* err, uint64_t tag);
   void complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len, uint32_t wc_flags,
-                     uint32_t imm);
+                     uint32_t imm, bool solicited = false);
   void resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status);
   // resp_fatal for an invalid request / a remote access error (the R_Key check).
   void resp_invalid(Qp& qp) {

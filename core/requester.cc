@@ -270,7 +270,12 @@ Engine::Build Engine::build_rc_request(Qp& qp, datapath::Frame& buf, uint64_t no
   bth.set_dest_qpn(qp.attr.dest_qp_num);
   bth.set_psn(psn);
   bth.set_ack_req(ack_req);
-  if (last_of_message && (w.wr.send_flags & kSendSolicited) && is_send(op)) bth.set_se(true);
+  // SE (IBA 9.2.3): on the last packet of a SEND or an RDMA WRITE with
+  // immediate the sender asked to be solicited (as rxe and mlx5 do).
+  if (last_of_message && (w.wr.send_flags & kSendSolicited) &&
+      (is_send(op) || op == WrOpcode::kRdmaWriteWithImm)) {
+    bth.set_se(true);
+  }
 
   switch (op) {
     case WrOpcode::kRdmaRead: {

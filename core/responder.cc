@@ -55,7 +55,7 @@ void Engine::resp_fatal(Qp& qp, uint8_t nak_code, WcStatus rwqe_status) {
 }
 
 void Engine::complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t byte_len,
-                           uint32_t wc_flags, uint32_t imm) {
+                           uint32_t wc_flags, uint32_t imm, bool solicited) {
   const RecvWr& rw = qp.rq.front();
   Wc wc;
   wc.wr_id = rw.wr_id;
@@ -66,6 +66,7 @@ void Engine::complete_rwqe(Qp& qp, WcStatus status, WcOpcode opcode, uint32_t by
   wc.qp_num = qp.qpn;
   wc.src_qp = qp.attr.dest_qp_num;
   wc.wc_flags = status == WcStatus::kSuccess ? wc_flags : 0;
+  wc.solicited = solicited;
   emit_cqe(qp, false, wc);
   ++qp.rq.tail;
   qp.resp.rwqe_held = false;
@@ -241,7 +242,7 @@ void Engine::rc_send(Qp& qp, const wire::PacketView& pv) {
     flags |= kWcWithInv;
     imm = inv->rkey();
   }
-  complete_rwqe(qp, WcStatus::kSuccess, WcOpcode::kRecv, r.msg_bytes, flags, imm);
+  complete_rwqe(qp, WcStatus::kSuccess, WcOpcode::kRecv, r.msg_bytes, flags, imm, pv.bth().se());
   r.epsn = r.epsn + 1;
   r.msg = RespState::kNone;
   r.msn = (r.msn + 1) & wire::kPsnMask;
@@ -312,7 +313,7 @@ void Engine::rc_write(Qp& qp, const wire::PacketView& pv) {
   r.msn = (r.msn + 1) & wire::kPsnMask;
   if (const wire::ImmDt* i = pv.immdt()) {
     complete_rwqe(qp, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm, r.write_len, kWcWithImm,
-                  i->imm());
+                  i->imm(), pv.bth().se());
   }
 }
 

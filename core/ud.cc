@@ -81,6 +81,7 @@ void Engine::ud_receive(Qp& qp, const wire::PacketView& pv) {
   wc.src_qp = deth->src_qpn();
   wc.wc_flags = flags;
   wc.sl = kWcSlRoceV2 | (pv.ipv6 ? kWcSlL3Ipv6 : kWcSlL3Ipv4);
+  wc.solicited = pv.bth().se();
   emit_cqe(qp, false, wc);
   ++qp.rq.tail;
   r.rwqe_held = false;

@@ -208,6 +208,10 @@ struct Wc {
   uint16_t slid = 0;
   uint8_t sl = 0;
   uint8_t dlid_path_bits = 0;
+  // A receive completion of a message whose last packet carried the BTH SE bit
+  // (the sender's IBV_SEND_SOLICITED). Not an ibv_wc field: it decides whether a
+  // CQ armed for solicited completions only raises an event (IBA 11.4.2.2).
+  bool solicited = false;
 };
 
 // ibv_qp_attr_mask bits (same values as IBV_QP_*).

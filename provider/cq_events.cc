@@ -6,9 +6,10 @@
 // away into IBV_EVENT_DEVICE_FATAL, woken completion channels and failing
 // posts and polls (Context::dead).
 //
-// Threading: req_notify_cq runs on application threads without a lock (one
-// atomic add on the ring). The list of CQs with a channel (Context::channel_cqs)
-// is under Context::mu: written by the create/destroy verbs, read by the
+// Threading: req_notify_cq runs on application threads under the CQ's
+// arm_lock (one compare-and-swap on the ring; resize_cq takes the lock to move
+// the word). The list of CQs with a channel (Context::channel_cqs) is under
+// Context::mu: written by the create/destroy verbs, read by the
 // watcher. One watcher thread per context, started by alloc_context and joined
 // by free_context (stop_watcher); it only writes Context::dead (release), the
 // async-event pipe and the channel sockets.
@@ -118,10 +119,24 @@ void remove_channel_cq(Context* ctx, Cq* cq) {
   pthread_mutex_unlock(&ctx->mu);
 }
 
-int req_notify_cq(ibv_cq* ibcq, int /*solicited_only*/) {
+// One more request in the ring's arm word (abi/burst_shm_abi.h): the low half
+// counts every request, the high half the solicited-only ones; a
+// compare-and-swap keeps the halves from carrying into each other.
+int req_notify_cq(ibv_cq* ibcq, int solicited_only) {
   Cq* cq = to_cq(ibcq);
   if (context_dead(to_context(ibcq->context))) return EIO;
-  __atomic_fetch_add(&cq->hdr->arm_sequence, 1, __ATOMIC_RELEASE);
+  const uint32_t add_solicited = solicited_only ? 1u << BURST_SHM_ARM_SOLICITED_SHIFT : 0;
+  pthread_spin_lock(&cq->arm_lock);  // against resize_cq moving the word to a new ring
+  uint32_t* word = &cq->hdr->arm_sequence;
+  uint32_t old = __atomic_load_n(word, __ATOMIC_RELAXED);
+  uint32_t next;
+  do {
+    next = ((old + add_solicited) & ~BURST_SHM_ARM_ALL_MASK) | ((old + 1) & BURST_SHM_ARM_ALL_MASK);
+    // seq_cst: the poll that follows an arm must not be ordered before it
+    // (burstd fences between publishing a completion and reading the word).
+  } while (
+      !__atomic_compare_exchange_n(word, &old, next, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+  pthread_spin_unlock(&cq->arm_lock);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 // sends with the answer, mapped in shm_regions.cc; polled in poll_cq.cc) and,
 // with a completion channel, hands burstd the channel's socket (from the
 // preload shim, cq_events.cc) so that burstd can write completion events into it.
+// ibv_resize_cq (RESIZE_CQ) gets a new ring holding what was not polled yet.
 //
 // Threading: control path, any application thread (the control connection
 // serialises the calls to burstd).
@@ -118,6 +119,29 @@ ibv_cq_ex* create_cq_ex(ibv_context* ibctx, ibv_cq_init_attr_ex* attr) {
   x.comp_mask = 0;
   init_cq_ex_ops(cq);
   return &x;
+}
+
+// RESIZE_CQ: burstd copies the completions not polled yet into a new ring and
+// switches its workers to it; the CQ's locks keep polls (and arm requests) off
+// the old ring until the new one is in place.
+int resize_cq(ibv_cq* ibcq, int cqe) {
+  Cq* cq = to_cq(ibcq);
+  Context* ctx = to_context(ibcq->context);
+  if (cqe < 1 || static_cast<uint32_t>(cqe) > ctx->limits.max_cqe) return EINVAL;
+  if (context_dead(ctx)) return EIO;
+  burst_ctl_resize_cq_req req{};
+  req.cq_handle = cq->handle;
+  req.cqe = static_cast<uint32_t>(cqe);
+  burst_ctl_resize_cq_resp resp{};
+  int fd = -1;
+  pthread_spin_lock(&cq->lock);
+  pthread_spin_lock(&cq->arm_lock);
+  int e = ctl_request_fd(ctx, BURST_CTL_OP_RESIZE_CQ, &req, &resp, -1, &fd);
+  if (e == 0) e = replace_cq_ring(cq, fd, resp.region_size);
+  if (e == 0) ibcq->cqe = static_cast<int>(resp.cqe);
+  pthread_spin_unlock(&cq->arm_lock);
+  pthread_spin_unlock(&cq->lock);
+  return e;
 }
 
 int destroy_cq(ibv_cq* ibcq) {

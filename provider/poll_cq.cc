@@ -43,9 +43,10 @@ void cqe_to_wc(const burst_shm_cqe& c, ibv_wc* wc) {
 }
 
 // After a poll that found nothing: EIO when nothing will ever arrive, else 0
-// (and, after a run of empty polls, the CPU given away once).
-int after_empty_poll(Cq* cq) {
-  if (context_dead(to_context(cq->vcq.cq.context)) || ring_failed(cq->hdr)) {
+// (and, after a run of empty polls, the CPU given away once). `failed`: the
+// ring's status, read under the CQ's lock (resize_cq replaces the ring).
+int after_empty_poll(Cq* cq, bool failed) {
+  if (context_dead(to_context(cq->vcq.cq.context)) || failed) {
     return EIO;  // burstd is gone (or stopped using this CQ): nothing will ever arrive
   }
   // An application spinning on an empty CQ would otherwise keep the burstd
@@ -107,8 +108,9 @@ int poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
     cqe_to_wc(c, &wc[i]);
   }
   cq->ring.Release(n);
+  const bool failed = n == 0 && ring_failed(cq->hdr);
   pthread_spin_unlock(&cq->lock);
-  if (n == 0) return -after_empty_poll(cq);
+  if (n == 0) return -after_empty_poll(cq, failed);
   cq->empty_polls = 0;
   return static_cast<int>(n);
 }

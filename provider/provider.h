@@ -92,8 +92,9 @@ struct Cq {
   uint32_t handle;
   Mapping map;
   shm::RingConsumer ring;  // the CQ ring (burstd produces); under lock
-  burst_shm_ring* hdr;     // for arm_sequence and status
+  burst_shm_ring* hdr;     // for arm_sequence and status; replaced under lock and arm_lock
   pthread_spinlock_t lock;
+  pthread_spinlock_t arm_lock;  // req_notify_cq vs resize_cq (the arm word moves to the new ring)
   int channel_peer;  // the shim's other end of the completion channel, -1: none
   Cq* next_channel;  // Context::channel_cqs list
   // ibv_cq_ex polling state (start_poll / next_poll / read_*): under lock.
@@ -168,6 +169,10 @@ void unmap_region(Mapping* m);
 const Doorbell* doorbell_for(Context* ctx, uint32_t worker);      // nullptr + errno
 int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size);  // takes fd
 void detach_cq_ring(Context* ctx, Cq* cq);
+// After RESIZE_CQ, under the CQ's locks: the CQ moves to the new ring (the old
+// one is unmapped). On failure the old ring is marked failed (burstd produces
+// into the new one now), so that polls report EIO instead of waiting forever.
+int replace_cq_ring(Cq* cq, int fd, uint64_t size);                                 // takes fd
 int attach_qp_rings(Context* ctx, Qp* qp, int fd, uint64_t size, uint32_t worker);  // takes fd
 void detach_qp_rings(Qp* qp);
 int attach_srq_ring(Context* ctx, Srq* srq, int fd, uint64_t size, uint32_t worker);  // takes fd
@@ -213,6 +218,7 @@ int dealloc_pd(ibv_pd* pd);
 ibv_cq* create_cq(ibv_context* ctx, int cqe, ibv_comp_channel* channel, int comp_vector);
 ibv_cq_ex* create_cq_ex(ibv_context* ctx, ibv_cq_init_attr_ex* attr);
 int destroy_cq(ibv_cq* cq);
+int resize_cq(ibv_cq* cq, int cqe);
 
 // qp_control.cc: QPs through burstd (RC and UD), and the address conversion.
 ibv_qp* create_qp(ibv_pd* pd, ibv_qp_init_attr* attr);

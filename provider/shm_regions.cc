@@ -148,16 +148,39 @@ int attach_cq_ring(Context* ctx, Cq* cq, int fd, uint64_t size) {
   cq->hdr = p.hdr;
   cq->ring = shm::RingConsumer(cq->map.base, p.offset, p.geom);
   pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+  pthread_spin_init(&cq->arm_lock, PTHREAD_PROCESS_PRIVATE);
   if (cq->channel_peer >= 0) add_channel_cq(ctx, cq);
   return 0;
 }
 
 void detach_cq_ring(Context* ctx, Cq* cq) {
   if (cq->channel_peer >= 0) remove_channel_cq(ctx, cq);
-  if (cq->map.base != nullptr) pthread_spin_destroy(&cq->lock);
+  if (cq->map.base != nullptr) {
+    pthread_spin_destroy(&cq->lock);
+    pthread_spin_destroy(&cq->arm_lock);
+  }
   unmap_region(&cq->map);
   if (cq->channel_peer >= 0) close(cq->channel_peer);
   cq->channel_peer = -1;
+}
+
+int replace_cq_ring(Cq* cq, int fd, uint64_t size) {
+  Mapping m;
+  int e = map_region(fd, size, BURST_SHM_REGION_CQ, &m);
+  RingPart p;
+  if (e == 0 &&
+      (!ring_part(m, 0, BURST_SHM_RING_CQ, &p) || p.geom.entry_size != sizeof(burst_shm_cqe))) {
+    e = unmap_and_fail(&m, EPROTO);
+  }
+  if (e != 0) {
+    __atomic_store_n(&cq->hdr->status, BURST_SHM_RING_ERROR, __ATOMIC_RELEASE);
+    return e;
+  }
+  unmap_region(&cq->map);
+  cq->map = m;
+  cq->hdr = p.hdr;
+  cq->ring = shm::RingConsumer(m.base, p.offset, p.geom);
+  return 0;
 }
 
 // Called by qp_control.cc after CREATE_QP: maps the SQ and (without an SRQ)

@@ -166,6 +166,15 @@ class RingProducer {
     return free_entries < want ? free_entries : want;
   }
 
+  // Entries produced and not consumed yet (loads the consumer index); 0 when
+  // faulted. UnconsumedEntry(k), k below that count, is the k-th of them, oldest
+  // first (burstd copies them into a CQ's new ring when it is resized).
+  uint32_t Unconsumed() {
+    const uint32_t free_entries = Reserve(ring_.count);
+    return fault_ != RingFault::kNone ? 0 : ring_.count - free_entries;
+  }
+  const uint8_t* UnconsumedEntry(uint32_t k) const { return ring_.slot(cons_seen_ + k); }
+
   // The k-th reserved entry (k < the last Reserve result), to be filled.
   uint8_t* Entry(uint32_t k) { return ring_.slot(prod_ + k); }
 

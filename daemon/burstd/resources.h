@@ -89,6 +89,10 @@ class Resources {
   int create_cq(uint32_t client, const burst_ctl_create_cq_req& req, int channel_fd,
                 burst_ctl_create_cq_resp* resp, int* region_fd);
   int destroy_cq(uint32_t client, uint32_t handle);
+  // RESIZE_CQ: the CQ's ring replaced by one of at least `cqe` entries holding
+  // the completions not polled yet (ShmCq::Resize), its Engine shards resized.
+  int resize_cq(uint32_t client, const burst_ctl_resize_cq_req& req, burst_ctl_resize_cq_resp* resp,
+                int* region_fd);
   // *region_fd (-1 when the CQs have no rings) stays owned by burstd.
   int create_qp(uint32_t client, const burst_ctl_create_qp_req& req, burst_ctl_create_qp_resp* resp,
                 int* region_fd = nullptr);

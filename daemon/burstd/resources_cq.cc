@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Completion queues: a daemon object with a depth and the application's ring;
 // its Engine CQs ("shards") are made per worker by the QPs that use it
-// (resources_qp.cc). CREATE_CQ / DESTROY_CQ handlers. Control thread only.
+// (resources_qp.cc). CREATE_CQ / DESTROY_CQ / RESIZE_CQ handlers. Control
+// thread only.
 #include <unistd.h>
 
 #include <cerrno>
@@ -77,6 +78,29 @@ int Resources::destroy_cq(uint32_t client, uint32_t handle) {
   return 0;
 }
 
+int Resources::resize_cq(uint32_t client, const burst_ctl_resize_cq_req& req,
+                         burst_ctl_resize_cq_resp* resp, int* region_fd) {
+  Client* c = nullptr;
+  Cq* cq = find_object(client, &Client::cqs, req.cq_handle, &c);
+  if (cq == nullptr) return ENOENT;
+  if (req.cqe == 0 || req.cqe > BURST_MAX_CQE || !cq->ring) return EINVAL;
+  if (core::Status s = cq->ring->Resize(req.cqe); !s.ok()) return s.to_errno();
+  cq->cqe = req.cqe;  // shards made from now on
+  for (uint32_t w = 0; w < cq->shard.size(); ++w) {
+    if (cq->shard[w] == 0) continue;
+    const uint32_t id = cq->shard[w];
+    const uint32_t depth = req.cqe;
+    // Only the overflow bound of the completions waiting on that worker: the
+    // ring switched already, so the answer is a success either way.
+    (void)on_worker_status(
+        w, [id, depth](WorkerBase& wk) { return wk.engine().resize_cq(id, depth); });
+  }
+  resp->cqe = req.cqe;
+  resp->region_size = cq->ring->size();
+  *region_fd = cq->ring->fd();
+  return 0;
+}
+
 int op_create_cq(Call& c) {
   const auto req = c.request<burst_ctl_create_cq_req>();
   auto* r = c.response<burst_ctl_create_cq_resp>();
@@ -89,5 +113,16 @@ int op_create_cq(Call& c) {
 }
 
 int op_destroy_cq(Call& c) { return handle_op(c, &Resources::destroy_cq); }
+
+int op_resize_cq(Call& c) {
+  const auto req = c.request<burst_ctl_resize_cq_req>();
+  auto* r = c.response<burst_ctl_resize_cq_resp>();
+  int fd = -1;
+  if (int e = c.res.resize_cq(c.s.id, req, r, &fd); e != 0) return e;
+  c.out_fds->push_back(fd);
+  c.what =
+      "cq " + std::to_string(req.cq_handle) + " resized to " + std::to_string(r->cqe) + " entries";
+  return 0;
+}
 
 }  // namespace burst::burstd

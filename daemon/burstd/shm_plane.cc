@@ -43,11 +43,11 @@ void AsyncSink::post(uint64_t element, uint32_t event_type) {
 // ---------------------------------------------------------------------------
 // ShmCq
 
-core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
-                           std::unique_ptr<ShmCq>* out) {
-  std::unique_ptr<ShmCq> cq(new ShmCq());
-  cq->channel_fd_ = channel_fd;  // adopted even on failure (closed by ~ShmCq)
-  cq->user_handle_ = user_handle;
+namespace {
+
+// A CQ region: one ring of at least `cqe` entries, headers written.
+core::Status MakeCqRegion(uint32_t handle, uint32_t cqe, shm::ShmRegion* region,
+                          shm::RingGeometry* geom, uint64_t* ring_offset) {
   shm::RingSpec spec;
   spec.kind = BURST_SHM_RING_CQ;
   spec.handle = handle;
@@ -57,27 +57,103 @@ core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, 
   shm::RegionLayout layout;
   if (core::Status s = shm::LayoutRings({&spec, 1}, &layout); !s.ok()) return s;
   const std::string name = "burst-cq-" + std::to_string(handle);
-  if (core::Status s = shm::ShmRegion::Create(name.c_str(), layout.size, &cq->region_); !s.ok()) {
+  if (core::Status s = shm::ShmRegion::Create(name.c_str(), layout.size, region); !s.ok()) {
     return s;
   }
-  shm::InitRingRegion(cq->region_.data(), layout, BURST_SHM_REGION_CQ, handle, {&spec, 1});
-  cq->geom_ = spec.geom;
-  cq->ring_offset_ = layout.part_offset[0];
+  shm::InitRingRegion(region->data(), layout, BURST_SHM_REGION_CQ, handle, {&spec, 1});
+  *geom = spec.geom;
+  *ring_offset = layout.part_offset[0];
+  return core::Status::Ok();
+}
+
+// What the arm requests since `answered` ask for (abi: arm_sequence).
+enum class ArmWait : uint8_t { kNone, kNext, kSolicited };
+ArmWait pending_arm(uint32_t arm, uint32_t answered) {
+  const auto all =
+      static_cast<uint16_t>((arm & BURST_SHM_ARM_ALL_MASK) - (answered & BURST_SHM_ARM_ALL_MASK));
+  const auto solicited = static_cast<uint16_t>((arm >> BURST_SHM_ARM_SOLICITED_SHIFT) -
+                                               (answered >> BURST_SHM_ARM_SOLICITED_SHIFT));
+  if (all == 0) return ArmWait::kNone;
+  return all > solicited ? ArmWait::kNext : ArmWait::kSolicited;
+}
+
+bool wakes_solicited(const core::Wc& wc) {
+  return wc.solicited || wc.status != core::WcStatus::kSuccess;
+}
+
+}  // namespace
+
+core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
+                           std::unique_ptr<ShmCq>* out) {
+  std::unique_ptr<ShmCq> cq(new ShmCq());
+  cq->channel_fd_ = channel_fd;  // adopted even on failure (closed by ~ShmCq)
+  cq->user_handle_ = user_handle;
+  cq->handle_ = handle;
+  if (core::Status s = MakeCqRegion(handle, cqe, &cq->region_, &cq->geom_, &cq->ring_offset_);
+      !s.ok()) {
+    return s;
+  }
   cq->producer_ = shm::RingProducer(cq->region_.data(), cq->ring_offset_, cq->geom_);
   *out = std::move(cq);
   return core::Status::Ok();
+}
+
+core::Status ShmCq::Resize(uint32_t cqe) {
+  if (cqe == 0) return core::Errc::kInvalid;
+  shm::ShmRegion region;
+  shm::RingGeometry geom;
+  uint64_t offset = 0;
+  if (core::Status s = MakeCqRegion(handle_, cqe, &region, &geom, &offset); !s.ok()) return s;
+  shm::RingProducer next(region.data(), offset, geom);
+  auto* next_hdr = reinterpret_cast<burst_shm_ring*>(region.data() + offset);
+  core::Status st = core::Status::Ok();
+  lock();
+  auto* hdr = reinterpret_cast<burst_shm_ring*>(region_.data() + ring_offset_);
+  const uint32_t held = producer_.Unconsumed();
+  if (producer_.fault() != shm::RingFault::kNone) {
+    st = core::Errc::kState;
+  } else if (held > cqe || next.Reserve(held) != held) {
+    st = core::Errc::kInvalid;  // rxe and mlx5: EINVAL below the completions held
+  } else {
+    for (uint32_t i = 0; i < held; ++i) {
+      std::memcpy(next.Entry(i), producer_.UnconsumedEntry(i), shm::kCqEntrySize);
+    }
+    next.Publish(held);
+    // The application's pending arm requests and what burstd said of the ring go along.
+    auto copy_word = [](uint32_t* to, uint32_t* from) {
+      std::atomic_ref<uint32_t>(*to).store(
+          std::atomic_ref<uint32_t>(*from).load(std::memory_order_acquire),
+          std::memory_order_release);
+    };
+    copy_word(&next_hdr->arm_sequence, &hdr->arm_sequence);
+    copy_word(&next_hdr->error_reason, &hdr->error_reason);
+    copy_word(&next_hdr->status, &hdr->status);
+    std::swap(region_, region);
+    geom_ = geom;
+    ring_offset_ = offset;
+    producer_ = next;
+  }
+  unlock();
+  return st;  // `region` (the old one after a switch) is unmapped here
 }
 
 ShmCq::~ShmCq() {
   if (channel_fd_ >= 0) close(channel_fd_);
 }
 
-void ShmCq::notify_locked() {
+void ShmCq::notify_locked(bool wakes_solicited) {
   auto* hdr = reinterpret_cast<burst_shm_ring*>(region_.data() + ring_offset_);
+  // The producer index just published (a store) and the arm word (a load)
+  // against the application's arm (a store, seq_cst) and its poll (a load):
+  // without the fence both sides could miss the other's store and the
+  // application would sleep on a completion in its ring. Only CQs with a
+  // channel pay for it (the others have nobody to wake).
+  if (channel_fd_ >= 0) std::atomic_thread_fence(std::memory_order_seq_cst);
   // Written by the application (req_notify_cq); any value is harmless.
   const uint32_t arm =
       std::atomic_ref<uint32_t>(hdr->arm_sequence).load(std::memory_order_acquire);
-  if (arm == answered_arm_) return;
+  const ArmWait wait = pending_arm(arm, answered_arm_);
+  if (wait == ArmWait::kNone || (wait == ArmWait::kSolicited && !wakes_solicited)) return;
   answered_arm_ = arm;
   if (channel_fd_ < 0) return;
   // What read() on the channel returns: struct ib_uverbs_comp_event_desc,
@@ -91,6 +167,7 @@ void ShmCq::notify_locked() {
 uint32_t ShmCq::deliver(core::Engine& engine, uint32_t shard) {
   core::Wc wc[kCqeBatch];
   uint32_t moved = 0;
+  bool solicited = false;  // a completion that answers a solicited-only arm
   lock();
   for (;;) {
     const uint32_t room = producer_.Reserve(kCqeBatch);
@@ -104,12 +181,13 @@ uint32_t ShmCq::deliver(core::Engine& engine, uint32_t shard) {
     if (n <= 0) break;
     for (int i = 0; i < n; ++i) {
       shm::EncodeCqe(wc[i], reinterpret_cast<burst_shm_cqe*>(producer_.Entry(i)));
+      solicited |= wakes_solicited(wc[i]);
     }
     producer_.Publish(static_cast<uint32_t>(n));
     moved += static_cast<uint32_t>(n);
     if (static_cast<uint32_t>(n) < room) break;
   }
-  if (moved != 0) notify_locked();
+  if (moved != 0) notify_locked(solicited);
   unlock();
   return moved;
 }
@@ -120,7 +198,7 @@ bool ShmCq::push(const core::Wc& wc) {
   if (ok) {
     shm::EncodeCqe(wc, reinterpret_cast<burst_shm_cqe*>(producer_.Entry(0)));
     producer_.Publish(1);
-    notify_locked();
+    notify_locked(wakes_solicited(wc));
   } else {
     overflows_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -78,6 +78,15 @@ class ShmCq {
   uint64_t size() const { return region_.size(); }
   uint32_t entries() const { return geom_.entries(); }
 
+  // Control thread (ibv_resize_cq): a new region with a ring of at least `cqe`
+  // entries. Under the lock the workers deliver under, the completions the
+  // application has not polled yet are copied into it (in order), with the arm
+  // word and the ring's status, and the producer switches to it; the old region
+  // is unmapped afterwards (workers touch a region only under the lock). The
+  // application must not poll meanwhile (the provider holds its CQ lock across
+  // the request). kInvalid when they do not fit, or the ring is faulted.
+  core::Status Resize(uint32_t cqe);
+
   // Worker threads: moves what fits from the Engine CQ `shard` into the ring
   // (the rest stays in the Engine CQ); then answers a pending arm. Returns the
   // number moved.
@@ -94,14 +103,19 @@ class ShmCq {
     }
   }
   void unlock() { lock_.clear(std::memory_order_release); }
-  void notify_locked();
+  // Answers a pending arm (arm_sequence) after completions were written;
+  // `wakes_solicited`: one of them was solicited or unsuccessful.
+  void notify_locked(bool wakes_solicited);
 
   shm::ShmRegion region_;
   shm::RingGeometry geom_;
   uint64_t ring_offset_ = 0;
   uint64_t user_handle_ = 0;
+  uint32_t handle_ = 0;
   int channel_fd_ = -1;
   std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
+  // region_, geom_, ring_offset_ and producer_ change only in Resize, under
+  // lock_; workers use them only under lock_.
   shm::RingProducer producer_;  // under lock_
   uint32_t answered_arm_ = 0;   // under lock_: the last arm_sequence answered
   std::atomic<uint64_t> overflows_{0};

@@ -48,6 +48,7 @@ X(DESTROY_SRQ,    handle_req,         empty_resp,        FIXED, 0, 0, kSession, 
 X(MODIFY_SRQ,     modify_srq_req,     empty_resp,        FIXED, 0, 0, kLive,    op_modify_srq)     \
 X(QUERY_SRQ,      handle_req,         query_srq_resp,    FIXED, 0, 0, kSession, op_query_srq)      \
 X(ATTACH_MEMORY,  attach_memory_req,  empty_resp,        FIXED, 2, 0, kLive,    op_attach_memory)  \
+X(RESIZE_CQ,      resize_cq_req,      resize_cq_resp,    FIXED, 0, 1, kLive,    op_resize_cq)       \
 X(REREG_MR,       rereg_mr_req,       reg_mr_resp,       FIXED, 1, 0, kLive,    op_rereg_mr)       \
 X(ALLOC_MW,       alloc_mw_req,       alloc_mw_resp,     FIXED, 0, 0, kLive,    op_alloc_mw)       \
 X(DEALLOC_MW,     handle_req,         empty_resp,        FIXED, 0, 0, kSession, op_dealloc_mw)   \

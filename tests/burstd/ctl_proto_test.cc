@@ -58,6 +58,7 @@ TEST(CtlCodec, EveryOpHasItsRequestSize) {
       {BURST_CTL_OP_CREATE_AH, sizeof(burst_ctl_create_ah_req)},
       {BURST_CTL_OP_DESTROY_AH, sizeof(burst_ctl_handle_req)},
       {BURST_CTL_OP_SET_ASYNC_FD, sizeof(burst_ctl_set_async_fd_req)},
+      {BURST_CTL_OP_RESIZE_CQ, sizeof(burst_ctl_resize_cq_req)},
       {BURST_CTL_OP_REREG_MR, sizeof(burst_ctl_rereg_mr_req)},
       {BURST_CTL_OP_ALLOC_MW, sizeof(burst_ctl_alloc_mw_req)},
       {BURST_CTL_OP_DEALLOC_MW, sizeof(burst_ctl_handle_req)},
@@ -550,6 +551,39 @@ TEST_F(DispatchTest, MemoryWindowsAndRereg) {
   EXPECT_EQ(device_->mrs().mw_count(), 0u);
   EXPECT_EQ(res_->pd_count(), 0u);
   disp_->open_session(a_);  // for TearDown
+}
+
+// RESIZE_CQ: EINVAL for 0 and above max_cqe, ENOENT for another client's or an
+// unknown CQ; a CQ whose Engine shards exist (a QP uses it) resizes up and down.
+TEST_F(DispatchTest, ResizeCq) {
+  hello(a_);
+  hello(b_);
+  const uint32_t pd = alloc_pd(a_);
+  const uint32_t cq = create_cq(a_);
+  burst_ctl_create_qp_resp q{};
+  ASSERT_EQ(create_qp(a_, pd, cq, &q), 0);
+  auto r = request<burst_ctl_resize_cq_req>(BURST_CTL_OP_RESIZE_CQ);
+  r.cq_handle = cq;
+  r.cqe = 0;
+  EXPECT_EQ(call(a_, r), EINVAL);
+  r.cqe = BURST_MAX_CQE + 1;
+  EXPECT_EQ(call(a_, r), EINVAL);
+  r.cqe = 1000;
+  EXPECT_EQ(call(b_, r), ENOENT);
+  r.cq_handle = cq + 100;
+  EXPECT_EQ(call(a_, r), ENOENT);
+  r.cq_handle = cq;
+  for (const uint32_t cqe : {1000u, 1u, BURST_MAX_CQE}) {
+    r.cqe = cqe;
+    std::vector<uint8_t> out;
+    ASSERT_EQ(call(a_, r, &out), 0);
+    const auto* resp = reinterpret_cast<const burst_ctl_resize_cq_resp*>(out.data());
+    EXPECT_EQ(resp->cqe, cqe);
+    EXPECT_GE(resp->region_size, uint64_t{cqe} * sizeof(burst_shm_cqe));
+  }
+  auto d = request<burst_ctl_handle_req>(BURST_CTL_OP_DESTROY_QP);
+  d.handle = q.qp_handle;
+  EXPECT_EQ(call(a_, d), 0);
 }
 
 TEST_F(DispatchTest, QueriesListWorkersCountersAndQps) {

@@ -224,6 +224,7 @@ bool out_fd_count_ok(uint16_t op, size_t n) {
   switch (op) {
     case BURST_CTL_OP_CREATE_CQ:
     case BURST_CTL_OP_CREATE_SRQ:
+    case BURST_CTL_OP_RESIZE_CQ:
       return n == 1;
     case BURST_CTL_OP_CREATE_QP:
       return n <= 1;
@@ -501,6 +502,13 @@ void shape(Conn& c, uint16_t op, Stream& st, uint8_t aux, size_t n_fds, Shaped* 
       r->flags = (n_fds >= 1 ? BURST_CTL_CQ_F_CHANNEL : 0u) ^
                  ((f & 1) ? BURST_CTL_CQ_F_CHANNEL : 0u) ^ ((f & 2) ? 0x100u : 0u);
       r->user_handle = st.u64();
+      break;
+    }
+    case BURST_CTL_OP_RESIZE_CQ: {
+      auto* r = as<burst_ctl_resize_cq_req>(out->msg);
+      r->cq_handle = pick(st, c.cqs, raw_handles);
+      const uint8_t b = st.u8();
+      r->cqe = b < 0x80 ? b * 4u : b < 0xf0 ? st.u32() % (1u << 21) : st.u32();
       break;
     }
     case BURST_CTL_OP_CREATE_QP: {

@@ -212,6 +212,41 @@ TEST(Cq, RingAndOverrun) {
   EXPECT_EQ(cq.dropped(), 2u);
 }
 
+// ibv_resize_cq's Engine half: the completions waiting stay, in order, and the
+// depth never goes below their number.
+TEST(Cq, ResizeKeepsWaitingCompletionsInOrder) {
+  Cq cq(4);
+  Wc w;
+  for (uint64_t i = 0; i < 6; ++i) {  // wraps the ring of 4 once
+    w.wr_id = i;
+    ASSERT_TRUE(cq.push(w));
+    if (i < 3) {
+      Wc out;
+      ASSERT_EQ(cq.poll(&out, 1), 1);
+    }
+  }
+  ASSERT_EQ(cq.size(), 3u);
+  cq.resize(100);
+  EXPECT_EQ(cq.depth(), 100u);
+  for (uint64_t i = 6; i < 50; ++i) {
+    w.wr_id = i;
+    ASSERT_TRUE(cq.push(w));
+  }
+  cq.resize(2);  // below the 47 waiting: they decide
+  EXPECT_EQ(cq.depth(), 47u);
+  EXPECT_FALSE(cq.push(w));
+  Wc out[64];
+  ASSERT_EQ(cq.poll(out, 64), 47);
+  for (int i = 0; i < 47; ++i) EXPECT_EQ(out[i].wr_id, 3u + i);
+}
+
+TEST(Cq, EngineResizeChecksItsArguments) {
+  Node a{1};
+  EXPECT_EQ(a.eng.resize_cq(a.cq, 0).errc(), Errc::kInvalid);
+  EXPECT_EQ(a.eng.resize_cq(a.cq + 1000, 8).errc(), Errc::kNotFound);
+  EXPECT_TRUE(a.eng.resize_cq(a.cq, 8).ok());
+}
+
 // CQ overrun in the engine: the completion that does not fit is dropped and
 // counted, the CQ is in error, and the QP that lost it goes to ERR.
 TEST(Cq, EngineOverrunErrorsTheQp) {

@@ -119,6 +119,43 @@ TEST_P(SegmentationTest, WriteRethOnlyOnFirst) {
   EXPECT_EQ(wc[0].opcode, WcOpcode::kRdmaWrite);
 }
 
+// IBV_SEND_SOLICITED: BTH SE on the last packet only, of a SEND and of an
+// RDMA WRITE with immediate (IBA 9.2.3, as rxe); the receive completion says
+// solicited. Without the flag no packet carries SE and the completion does not.
+TEST_P(SegmentationTest, SolicitedEventBitOnLastPacketOnly) {
+  for (const bool solicited : {true, false}) {
+    for (const WrOpcode op : {WrOpcode::kSend, WrOpcode::kRdmaWriteWithImm}) {
+      ASSERT_TRUE(b.eng.post_recv(qb, make_recv(5, dst, kb, len + 8)).ok());
+      SendWr w = make_wr(op, 1, src, ka, len);
+      w.rdma = {Node::addr(dst), kb};
+      if (solicited) w.send_flags |= kSendSolicited;
+      ASSERT_TRUE(a.eng.post_send(qa, w).ok());
+      Frames f = capture(a.eng, 0);
+      const uint32_t n = expected_packets();
+      ASSERT_EQ(f.size(), n);
+      for (uint32_t k = 0; k < n; ++k) {
+        EXPECT_EQ(parse(f[k]).bth().se(), solicited && k + 1 == n) << k;
+      }
+      deliver(b.eng, f, 0);
+      auto wc = b.poll();
+      ASSERT_EQ(wc.size(), 1u);
+      EXPECT_EQ(wc[0].status, WcStatus::kSuccess);
+      EXPECT_EQ(wc[0].solicited, solicited);
+      deliver(a.eng, capture(b.eng, 0), 0);
+      ASSERT_EQ(a.poll().size(), 1u);
+    }
+  }
+}
+
+// A solicited SEND's SE bit is not carried by a WRITE or a READ (no SE there).
+TEST_P(SegmentationTest, SolicitedFlagIgnoredOnWrite) {
+  SendWr w = make_wr(WrOpcode::kRdmaWrite, 1, src, ka, len);
+  w.rdma = {Node::addr(dst), kb};
+  w.send_flags |= kSendSolicited;
+  ASSERT_TRUE(a.eng.post_send(qa, w).ok());
+  for (const Bytes& frame : capture(a.eng, 0)) EXPECT_FALSE(parse(frame).bth().se());
+}
+
 TEST_P(SegmentationTest, ReadConsumesOnePsnPerResponse) {
   Bytes remote = pattern(len + 8, 0x77);
   const uint32_t kr = b.reg(remote);

@@ -82,6 +82,24 @@ TEST_F(UdTest, SendReceiveWithGrhArea) {
   EXPECT_EQ(b.eng.counters().ud_received, 1u);
 }
 
+TEST_F(UdTest, SolicitedSendCarriesSeAndCompletesSolicited) {
+  for (const bool solicited : {true, false}) {
+    ASSERT_TRUE(b.eng.post_recv(qb, make_recv(4, dst, kb, 4096)).ok());
+    SendWr w = ud_wr(1, 100, kQkey, false);
+    if (solicited) w.send_flags |= kSendSolicited;
+    ASSERT_TRUE(a.eng.post_send(qa, w).ok());
+    Frames f = capture(a.eng, 0);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(parse(f[0]).bth().se(), solicited);
+    ASSERT_EQ(a.poll().size(), 1u);
+    deliver(b.eng, f, 0);
+    auto wb = b.poll();
+    ASSERT_EQ(wb.size(), 1u);
+    EXPECT_EQ(wb[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(wb[0].solicited, solicited);
+  }
+}
+
 TEST_F(UdTest, QkeyMismatchDroppedAndQpQkeySubstitution) {
   ASSERT_TRUE(b.eng.post_recv(qb, make_recv(4, dst, kb, 4096)).ok());
   ASSERT_TRUE(a.eng.post_send(qa, ud_wr(1, 8, kQkey + 1)).ok());
