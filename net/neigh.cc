@@ -121,7 +121,10 @@ Status resolve_local(RtnlSocket& rtnl, uint32_t ifindex, const Gid& dst, MacAddr
       build_getaddr_dump(buf, gid_family(dst), 0),
       [&](const nlmsghdr* nlh) {
         AddrRecord a;
-        if (*owner == 0 && parse_addr(nlh, &a) && a.addr == dst) *owner = a.ifindex;
+        // Ours first when several netdevs hold the address.
+        if (*owner != ifindex && parse_addr(nlh, &a) && a.addr == dst &&
+            (*owner == 0 || a.ifindex == ifindex))
+          *owner = a.ifindex;
       },
       "address dump for " + d);
   if (!st.ok()) return st;

@@ -63,7 +63,7 @@ struct ResolveInfo {  // how the answer was obtained (diagnostics, tests)
   Trigger used = Trigger::kAuto;  // the trigger used when triggered
   uint16_t state = 0;             // NUD_* of the entry that answered
   int elapsed_ms = 0;
-  uint32_t local_ifindex = 0;  // dst is an address of this host, held by this netdev
+  uint32_t local_ifindex = 0;  // dst is an address of this host: the netdev holding it
 };
 
 Status resolve_neighbour(uint32_t ifindex, const Gid& dst, MacAddr* out);
