@@ -10,8 +10,9 @@
 # UCX_TLS / UCX_NET_DEVICES (which transport to test) and UCX_IB_GID_INDEX (the forced GID).
 # Open MPI picks pml ucx through its own device check (priority 51 against ob1's 20) with the MCA
 # settings a burst user adds (docs/consumers.md): opal_common_ucx_devices = mlx*,burst*, and, since
-# Debian's /etc/openmpi/openmpi-mca-params.conf excludes it (pml = ^ucx), pml = ob1,ucx, which lets
-# Open MPI choose between the two; nothing forces `--mca pml ucx`.
+# Debian's /etc/openmpi/openmpi-mca-params.conf excludes pml ucx (pml = ^ucx), that exclusion undone
+# (here OMPI_MCA_pml set empty, as if the line were removed; an include list such as "ob1,ucx" makes
+# Open MPI 4.1.4 skip ucx: "not in the include list"); nothing forces `--mca pml ucx`.
 # Usage: consumers_test.sh BURSTCTL BURSTD [CASES...]
 #   CASES: info ucx_two ucx_one ucx_two_gid1 ucx_one_gid1 mpi_two mpi_one asyncwatch perftest
 #   (default: all). BURST_CONSUMERS_FULL=1 runs the full size sweeps (8 B .. 4 MiB, NetPIPE to
@@ -204,20 +205,20 @@ mpi() {  # PLACEMENT
   [[ $FULL == 1 ]] && np=(-u 8388608)
   local mca=(--allow-run-as-root --hostfile "$hf" -np 2 --mca plm_rsh_agent "$HERE/nsrsh.sh"
     --mca oob_tcp_if_include 10.47.0.0/24 --mca btl ^openib
-    --mca pml ob1,ucx --mca opal_common_ucx_devices 'mlx*,burst*' --mca pml_base_verbose 10
+    --mca opal_common_ucx_devices 'mlx*,burst*' --mca pml_base_verbose 10
     -x UCX_NET_DEVICES=burst0:1 -x UCX_TLS=rc_v,self)
   log "Open MPI NetPIPE: $p host(s), integrity check"
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 300 mpirun "${mca[@]}" NPopenmpi -i "${np[@]}" \
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" OMPI_MCA_pml= timeout 300 mpirun "${mca[@]}" NPopenmpi -i "${np[@]}" \
     -o "$TMP/np-i.$p" >"$out.i" 2>&1
   local irc=$?
   log "Open MPI NetPIPE: $p host(s), performance"
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 300 mpirun "${mca[@]}" NPopenmpi "${np[@]}" \
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" OMPI_MCA_pml= timeout 300 mpirun "${mca[@]}" NPopenmpi "${np[@]}" \
     -o "$TMP/np.$p" >"$out" 2>&1
   local rc=$?
-  local cmd="mpirun -np 2 --mca pml ob1,ucx --mca opal_common_ucx_devices 'mlx*,burst*' NPopenmpi ${np[*]} ($p host$([[ $p == two ]] && echo s))"
+  local cmd="OMPI_MCA_pml= mpirun -np 2 --mca opal_common_ucx_devices 'mlx*,burst*' NPopenmpi ${np[*]} ($p host$([[ $p == two ]] && echo s))"
   # pml ucx must have been chosen by Open MPI's own selection, on every rank.
   local sel
-  sel=$(grep -c "selected ucx" "$out")
+  sel=$(grep -c "selected ucx best priority 51" "$out")
   if [[ $irc -ne 0 || $rc -ne 0 || $sel -lt 2 ]] || grep -qi "integrity.*fail\|mismatch" "$out.i"; then
     echo "=== integrity run ($irc):"; tail -30 "$out.i"; echo "=== perf run ($rc):"; tail -30 "$out"
     FAILED+=("mpi_$p")
@@ -225,12 +226,12 @@ mpi() {  # PLACEMENT
       "FAIL (integrity $irc, perf $rc, pml ucx selected on $sel ranks)" "-"
     return 1
   fi
-  # NetPIPE's file: bytes, Mbps, usec per line. Largest message's rate; smallest's latency.
+  # NetPIPE's file: bytes, Mbit/s, seconds per transfer per line. Largest message's rate; smallest's latency.
   local big small
   big=$(sort -n -k1 "$TMP/np.$p" | tail -1)
   small=$(sort -n -k1 "$TMP/np.$p" | head -1)
   row "Open MPI pml ucx, NetPIPE" "$cmd" "pass (data checked 1 B..8 MiB)" \
-    "$(awk '{printf "%.0f Mbit/s at %d B", $2, $1}' <<<"$big"); $(awk '{printf "%.1f us at %d B", $3, $1}' <<<"$small")"
+    "$(awk '{printf "%.0f Mbit/s at %d B", $2, $1}' <<<"$big"); $(awk '{printf "%.1f us at %d B", $3 * 1e6, $1}' <<<"$small")"
 }
 want mpi_two && mpi two
 want mpi_one && mpi one
