@@ -207,6 +207,7 @@ class Resources {
     std::map<uint32_t, Mw> mws;
     std::map<uint32_t, uint32_t> ahs;  // handle -> AhTable slot
     std::map<uint32_t, Srq> srqs;
+    uint64_t path_errors_logged = 0;  // errnos (bit e, e < 64) of path failures already logged
   };
 
   Client* find(uint32_t client);
@@ -260,7 +261,10 @@ class Resources {
   static int make_ring_region(const char* prefix, burst_shm_region_kind region_kind,
                               uint32_t handle, std::span<const shm::RingSpec> rings,
                               shm::RegionLayout* layout, std::shared_ptr<shm::ShmRegion>* out);
-  int resolve_dmac(core::Address* ah);
+  // The destination MAC of a path for `c` (CREATE_AH, MODIFY_QP: `what`).
+  // A failure is logged once per client and errno (a consumer's GID probe may
+  // try hundreds of paths), the errno always returned.
+  int resolve_dmac(Client& c, const char* what, core::Address* ah);
   void quiesce_workers();  // every worker passed a loop boundary
   void release_mr(Mr& mr);
   // Multicast (resources_mcast.cc): whether the QP has attachments; dropping a

@@ -21,11 +21,16 @@ constexpr int kResolveTimeoutMs = 1000;
 
 // The destination MAC of a path (Device::resolve_dmac: kernel neighbours,
 // the DPDK port's ARP agent, or the port itself on loopback).
-int Resources::resolve_dmac(core::Address* ah) {
+int Resources::resolve_dmac(Client& c, const char* what, core::Address* ah) {
   std::string message;
   net::MacAddr mac{};
   if (int e = device_.resolve_dmac(ah->dgid, kResolveTimeoutMs, &mac, &message); e != 0) {
-    BURSTD_WARN("MODIFY_QP: %s", message.c_str());
+    const uint64_t bit = uint64_t{1} << (e > 0 && e < 64 ? e : 63);
+    if ((c.path_errors_logged & bit) == 0) {
+      c.path_errors_logged |= bit;
+      BURSTD_WARN("client pid %d: %s: %s (further failures of this kind for this client are not logged)",
+                  static_cast<int>(c.pid), what, message.c_str());
+    }
     return e;
   }
   ah->dmac = mac;
@@ -42,7 +47,7 @@ int Resources::create_ah(uint32_t client, const burst_ctl_create_ah_req& req, ui
   if (int e = attr_from_wire(wire, 0, &a); e != 0) return e;
   if (a.ah.sgid_index >= device_.info().gids.size()) return EINVAL;
   if (zero_mac(a.ah.dmac)) {
-    if (int e = resolve_dmac(&a.ah); e != 0) return e;
+    if (int e = resolve_dmac(*c, "CREATE_AH", &a.ah); e != 0) return e;
   }
   const uint32_t slot = ahs_.add(client, a.ah);
   if (slot == 0) return ENOMEM;

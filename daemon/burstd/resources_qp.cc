@@ -156,13 +156,14 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
 
 int Resources::modify_qp(uint32_t client, uint32_t handle, uint32_t mask,
                          const burst_ctl_qp_attr& wire_attr) {
-  const Qp* qp = find_object(client, &Client::qps, handle);
+  Client* c = nullptr;
+  const Qp* qp = find_object(client, &Client::qps, handle, &c);
   if (qp == nullptr) return ENOENT;
   core::QpAttr attr;
   if (int e = attr_from_wire(wire_attr, mask, &attr); e != 0) return e;
   if ((mask & core::kQpAv) && qp->type == static_cast<uint8_t>(core::QpType::kRc) &&
       zero_mac(attr.ah.dmac)) {
-    if (int e = resolve_dmac(&attr.ah); e != 0) return e;
+    if (int e = resolve_dmac(*c, "MODIFY_QP", &attr.ah); e != 0) return e;
   }
   const uint32_t qpn = qp->qpn;
   return on_worker_status(qp->worker,

@@ -187,6 +187,17 @@ for w in 1 2; do
   rx0=$(p0_rx)
   one_device_suite "$tag" "$S"
   check_looped "$tag" "$S" "$rx0"
+  if [[ $w == 1 && -n ${BURST_AH_PROBE:-} ]]; then
+    # A consumer's AH probing (UCX's GID choice): own GIDs resolve; 3 x 100 failures
+    # answer with their errno, and burstd logs one line for the unreachable kind.
+    log "one: address-handle probing"
+    nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev l0 \
+      --socket "$S" -- "$BURST_AH_PROBE" 100 192.0.2.1 >"$TMP/ah_probe" 2>&1 || {
+      cat "$TMP/ah_probe"; FAILED+=(ah_probe); }
+    lines=$(grep -c "CREATE_AH" "$TMP/burstd-$tag.log")
+    echo "one: ah_probe: $(tail -1 "$TMP/ah_probe"); burstd CREATE_AH log lines: $lines" | tee -a "$REPORT"
+    [[ $lines -eq 1 ]] || { grep CREATE_AH "$TMP/burstd-$tag.log" | head -5; FAILED+=(ah_probe-log-lines); }
+  fi
   if [[ $w == 2 ]]; then
     # Both workers carried traffic, so frames crossed between them.
     for k in 0 1; do
