@@ -73,13 +73,20 @@ inns() { nsenter --net=/run/netns/"$NS" "$@"; }
 SOCK=$TMP/burstd.sock
 mkdir -p "$TMP/tmpdir"
 chmod 1777 "$TMP/tmpdir"
+# Sanitizer builds: the instrumented provider needs the ASan runtime first in the
+# uninstrumented tools that load it (set by CMake as BURST_TEST_PRELOAD).
+CMD_ENV=()
+if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
+  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
+    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
+fi
 # brun [burstctl run options] -- CMD...
 brun() {
   local opts=()
   while [[ $1 != -- ]]; do opts+=("$1"); shift; done
   shift
   inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$SOCK" \
-    "${opts[@]}" -- "$@"
+    "${opts[@]}" -- "${CMD_ENV[@]}" "$@"
 }
 # expect NAME GOT WANT
 expect() { [[ $2 == "$3" ]] || fail "$1: got '$2', expected '$3'"; }
@@ -206,7 +213,7 @@ log "unprivileged (nobody): the tree through a user namespace"
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups \
   test -x "$BURSTCTL"; then
   inns env TMPDIR="$TMP/tmpdir" timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups \
-    "$BURSTCTL" run --netdev v0 -- sh -c \
+    "$BURSTCTL" run --netdev v0 -- "${CMD_ENV[@]}" sh -c \
     'id -u; cat /sys/class/infiniband/burst0/ports/1/gid_attrs/types/1 2>&1; ibv_devices' \
     >"$TMP/nobody" 2>&1
   rc=$?
@@ -232,8 +239,8 @@ log "no CAP_SYS_ADMIN and no user namespace allowed: one warning, SYSFS_PATH onl
 inns env TMPDIR="$TMP/tmpdir" timeout 60 unshare --user --map-root-user sh -c \
   'echo 0 >/proc/sys/user/max_user_namespaces 2>/dev/null || { echo NO-LIMIT; exit 0; }
    exec setpriv --bounding-set=-all --inh-caps=-all "$@"' \
-  sh "$BURSTCTL" run --netdev v0 -- sh -c 'ls -d /sys/class/infiniband 2>/dev/null; ibv_devices' \
-  >"$TMP/nons" 2>&1
+  sh "$BURSTCTL" run --netdev v0 -- "${CMD_ENV[@]}" sh -c \
+  'ls -d /sys/class/infiniband 2>/dev/null; ibv_devices' >"$TMP/nons" 2>&1
 rc=$?
 cat "$TMP/nons"
 if grep -q '^NO-LIMIT$' "$TMP/nons" || { [[ $rc -ne 0 ]] && ! grep -q 'burstctl run' "$TMP/nons"; }; then
@@ -260,7 +267,7 @@ fi
 log "ibv_asyncwatch sees IBV_EVENT_DEVICE_FATAL when burstd stops"
 # nsenter directly (it execs): $! must be the timeout process, not a subshell.
 nsenter --net=/run/netns/"$NS" env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 \
-  --socket "$SOCK" -- ibv_asyncwatch -d burst0 >"$TMP/async" 2>&1 &
+  --socket "$SOCK" -- "${CMD_ENV[@]}" ibv_asyncwatch -d burst0 >"$TMP/async" 2>&1 &
 WATCH=$!
 for _ in $(seq 200); do grep -q 'async event FD' "$TMP/async" && break; sleep 0.05; done
 grep -q 'async event FD' "$TMP/async" || { cat "$TMP/async"; fail "ibv_asyncwatch did not open burst0"; }
