@@ -153,16 +153,18 @@ core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writab
   const int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return core::Errc::kInvalid;
   if (writable && (fl & O_ACCMODE) != O_RDWR) return core::Errc::kPermission;
+  // Mapped from the buffer's start: exporters built on the kernel's GEM shmem
+  // helpers (vgem in 6.1) fault pages by their distance from the mapping's
+  // start and ignore a non-zero mmap offset (page 0 would show at `offset`).
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  const uint64_t first = align_down(offset, page);
-  const uint64_t map_len = align_up(offset + len, page) - first;
+  const uint64_t map_len = align_up(offset + len, page);
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-  void* base = mmap(nullptr, map_len, prot, MAP_SHARED, fd, static_cast<off_t>(first));
+  void* base = mmap(nullptr, map_len, prot, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) return errno == EACCES ? core::Errc::kPermission : core::Errc::kInvalid;
   out->mode = AppMapping::Mode::kZeroCopy;
   out->map_base = base;
   out->map_len = map_len;
-  out->local = static_cast<uint8_t*>(base) + (offset - first);
+  out->local = static_cast<uint8_t*>(base) + offset;
   return core::Status::Ok();
 }
 

@@ -130,8 +130,13 @@ int Resources::reg_dmabuf_mr(uint32_t client, const burst_ctl_reg_dmabuf_mr_req&
                  static_cast<unsigned long long>(req.length), std::strerror(s.to_errno()));
     return s.to_errno();
   }
-  // Charged as a zero-copy REG_MR: the whole pages burstd maps for the client.
-  mr.bytes = mr.mapping.map_len;
+  // Charged as a zero-copy REG_MR: the whole pages of the range (burstd maps
+  // the buffer from its start, see map_dmabuf_range; the pages before the
+  // range are not the MR's).
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  mr.bytes = req.length == 0 ? 0
+                             : ((req.offset + req.length + page - 1) & ~(page - 1)) -
+                                   (req.offset & ~(page - 1));
   if (int e = charge_memlock(*c, mr.bytes); e != 0) {
     unmap_app_range(&mr.mapping);
     return e;

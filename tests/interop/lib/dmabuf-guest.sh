@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Guest side of tests/interop/dmabuf.sh (dash, run by the guest's /init from the 9p-mounted host
-# root ROOT): loads vgem from the host's copy of the guest kernel's modules, enters ROOT in a
+# root ROOT): loads vgem from the host's copy of the guest kernel's modules, unloads the guest's
+# rxe and ib_core (libibverbs would list devices over netlink, not burst's sysfs tree), enters ROOT in a
 # chroot with the guest's own /proc, /sys, /dev and a tmpfs /tmp and /run, starts the host-built
 # burstd (--backend loopback on eth0) and runs verbs_dmabuf_probe --vgem under burstctl run.
 # Usage: dmabuf-guest.sh ROOT BURSTD BURSTCTL PROBE MODULE...
@@ -15,6 +16,16 @@ for m in "$@"; do
 done
 ls /dev/dri/card* >/dev/null 2>&1 || { echo "SKIP: vgem loaded but no /dev/dri/card*"; exit 77; }
 echo "vgem: $(ls /dev/dri)"
+# The guest's own RDMA stack goes: with ib_core loaded libibverbs lists devices over netlink
+# (NETLINK_RDMA) and never sees burstctl run's sysfs tree; opening that socket would load
+# ib_core again (request_module), so module autoloading is switched off first (the guest is
+# disposable).
+echo "" >/proc/sys/kernel/modprobe
+rdma link delete rxe0 2>/dev/null
+for m in rdma_ucm ib_umad rdma_rxe rdma_cm iw_cm ib_cm ib_uverbs ib_core; do
+  [ -d "/sys/module/$m" ] && rmmod "$m"
+done
+[ -d /sys/module/ib_core ] && { echo "FAIL: cannot unload ib_core"; lsmod; exit 1; }
 mount -t proc proc "$ROOT/proc" &&
   mount -t sysfs sysfs "$ROOT/sys" &&
   mount -t devtmpfs devtmpfs "$ROOT/dev" &&
