@@ -153,9 +153,10 @@ core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writab
   const int fl = fcntl(fd, F_GETFL);
   if (fl < 0) return core::Errc::kInvalid;
   if (writable && (fl & O_ACCMODE) != O_RDWR) return core::Errc::kPermission;
-  // Mapped from the buffer's start: exporters built on the kernel's GEM shmem
-  // helpers (vgem in 6.1) fault pages by their distance from the mapping's
-  // start and ignore a non-zero mmap offset (page 0 would show at `offset`).
+  // Mapped from the buffer's start: GEM exporters fault pages in by their
+  // distance from the mapping's start and ignore a non-zero mmap offset
+  // (drm_gem_shmem_fault, so vgem in 6.1; also msm, etnaviv, lima): a mapping
+  // at `offset` would show page 0 there.
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t map_len = align_up(offset + len, page);
   const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
