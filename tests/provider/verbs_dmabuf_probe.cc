@@ -10,7 +10,9 @@
 //     EINVAL;
 //   with --vgem (a DRM device whose dumb buffers PRIME exports: vgem):
 //   - a 64 KiB dumb buffer exported with DRM_CLOEXEC | DRM_RDWR, filled through
-//     its own mmap; a range past its end and a wrapping range: EINVAL;
+//     its own mmap; a range past its end and a wrapping range: EINVAL; a
+//     read-only export of a second buffer (no DRM_RDWR): EACCES with
+//     LOCAL_WRITE, registered for REMOTE_READ alone;
 //   - an MR over [4 KiB, 60 KiB) of it at an iova of our choosing;
 //     ibv_rereg_mr on it: EOPNOTSUPP;
 //   - one RC QP connected to itself: RDMA WRITE from a malloc MR into the
@@ -96,8 +98,9 @@ void negatives(ibv_pd* pd) {
 }
 
 // A dma-buf of kBufLen bytes exported by the first /dev/dri/card* that makes
-// dumb buffers; -1 when none does.
-int vgem_dmabuf() {
+// dumb buffers, read-write; *ro another such buffer exported read-only.
+// -1 when no device does.
+int vgem_dmabuf(int* ro) {
   glob_t g{};
   if (glob("/dev/dri/card*", 0, nullptr, &g) != 0) return -1;
   int out = -1;
@@ -114,6 +117,16 @@ int vgem_dmabuf() {
       ph.flags = kDrmCloexec | kDrmRdwr;
       ph.fd = -1;
       if (ioctl(card, kIoctlPrimeHandleToFd, &ph) == 0) out = ph.fd;
+      // Another buffer: a second export of the same one is the first's file.
+      DrmModeCreateDumb d2 = d;
+      d2.handle = 0;
+      DrmPrimeHandle ph2{};
+      ph2.flags = kDrmCloexec;
+      ph2.fd = -1;
+      if (out >= 0 && ioctl(card, kIoctlCreateDumb, &d2) == 0) {
+        ph2.handle = d2.handle;
+        if (ioctl(card, kIoctlPrimeHandleToFd, &ph2) == 0) *ro = ph2.fd;
+      }
     }
     std::printf("%s: dumb buffer %llu bytes, dma-buf fd %d\n", g.gl_pathv[i],
                 static_cast<unsigned long long>(d.size), out);
@@ -225,13 +238,20 @@ bool untouched(const uint8_t* view, size_t from, size_t to) {
   return true;
 }
 
-void data_path(ibv_context* ctx, ibv_pd* pd, int dfd) {
+void data_path(ibv_context* ctx, ibv_pd* pd, int dfd, int ro) {
   auto* view = static_cast<uint8_t*>(
       mmap(nullptr, kBufLen, PROT_READ | PROT_WRITE, MAP_SHARED, dfd, 0));
   CHECK(view != MAP_FAILED, "mmap of the dma-buf: %s", std::strerror(errno));
   fill(view, kBufLen, 0x11);
   expect_refused(pd, kOff, kBufLen, dfd, EINVAL, "range past the buffer's end");
   expect_refused(pd, UINT64_MAX - 100, 4096, dfd, EINVAL, "wrapping range");
+  // A read-only export: no local write (EACCES), remote read only is fine.
+  CHECK(ro >= 0, "no read-only export of the buffer");
+  expect_refused(pd, kOff, kMrLen, ro, EACCES, "writable MR over a read-only export");
+  ibv_mr* rmr = ibv_reg_dmabuf_mr(pd, 0, kBufLen, kIova, ro, IBV_ACCESS_REMOTE_READ);
+  CHECK(rmr != nullptr, "read-only dma-buf MR: %s", std::strerror(errno));
+  CHECK(ibv_dereg_mr(rmr) == 0, "dereg of the read-only dma-buf MR");
+  std::printf("ok: read-only export registered for remote read\n");
   ibv_mr* dmr = ibv_reg_dmabuf_mr(pd, kOff, kMrLen, kIova, dfd, kAccess);
   CHECK(dmr != nullptr, "ibv_reg_dmabuf_mr: %s", std::strerror(errno));
   std::printf("ok: dma-buf MR %llu+%zu at iova 0x%llx lkey 0x%x rkey 0x%x\n",
@@ -307,9 +327,9 @@ void data_path(ibv_context* ctx, ibv_pd* pd, int dfd) {
 
 int main(int argc, char** argv) {
   const bool vgem = argc > 1 && std::strcmp(argv[1], "--vgem") == 0;
-  int dfd = -1;
+  int dfd = -1, ro = -1;
   if (vgem) {
-    dfd = vgem_dmabuf();
+    dfd = vgem_dmabuf(&ro);
     if (dfd < 0) {
       std::printf("SKIP: no /dev/dri/card* exports dumb buffers (modprobe vgem)\n");
       return 77;
@@ -320,8 +340,9 @@ int main(int argc, char** argv) {
   CHECK(pd != nullptr, "alloc_pd: %s", std::strerror(errno));
   negatives(pd);
   if (vgem) {
-    data_path(ctx, pd, dfd);
+    data_path(ctx, pd, dfd, ro);
     close(dfd);
+    close(ro);
   }
   CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd");
   CHECK(ibv_close_device(ctx) == 0, "close_device");
