@@ -143,6 +143,7 @@ enum burst_ctl_op {
   BURST_CTL_OP_DEALLOC_MW = 38,
   BURST_CTL_OP_ATTACH_MCAST = 39,
   BURST_CTL_OP_DETACH_MCAST = 40,
+  BURST_CTL_OP_REG_DMABUF_MR = 41, /* request carries the dma-buf descriptor */
 };
 
 enum burst_ctl_backend {

@@ -202,6 +202,26 @@ struct burst_ctl_rereg_mr_req {
   uint32_t reserved;
 };
 
+/* REG_DMABUF_MR (ibv_reg_dmabuf_mr): the request carries the dma-buf's
+ * descriptor. burstd checks that it is a dma-buf (its file lives in the
+ * kernel's dma-buf pseudo file system: fstatfs gives DMA_BUF_MAGIC) and that
+ * [offset, offset + length) lies within the buffer (its size: lseek SEEK_END),
+ * maps that range MAP_SHARED and registers it zero-copy at `iova`; it need not
+ * be mapped in the client. EBADF: no descriptor; EINVAL: not a dma-buf, a
+ * range past the buffer's end, offset + length wraps; EACCES: a writable MR
+ * (LOCAL_WRITE) over a descriptor opened without write access (PRIME export
+ * without DRM_RDWR); access otherwise as REG_MR. Charged to RLIMIT_MEMLOCK as
+ * a zero-copy REG_MR (whole pages). REREG_MR on it: EOPNOTSUPP. */
+struct burst_ctl_reg_dmabuf_mr_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t pd_handle;
+  uint32_t access; /* IBV_ACCESS_* */
+  uint64_t offset; /* into the dma-buf */
+  uint64_t length;
+  uint64_t iova;
+  uint64_t reserved;
+};
+
 /* ALLOC_MW: a memory window of type 1 or 2 (IBV_MW_TYPE_*) in a PD. Its rkey
  * changes at each bind (the key byte the consumer chose); DEALLOC_MW takes the
  * handle and unbinds it first. */
@@ -358,6 +378,7 @@ BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_req) == 64, "reg_mr_req s
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_attach_memory_req) == 32, "attach_memory_req");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_mw_req) == 32, "alloc_mw_req size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_rereg_mr_req) == 72, "rereg_mr_req size");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_dmabuf_mr_req) == 64, "reg_dmabuf_mr_req");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_alloc_mw_resp) == 32, "alloc_mw_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_reg_mr_resp) == 40, "reg_mr_resp size");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_map_doorbell_req) == 32, "map_doorbell_req size");

@@ -53,6 +53,44 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
   return &m;
 }
 
+// ibv_reg_dmabuf_mr: the dma-buf's descriptor goes to burstd, which checks it,
+// maps [offset, offset + length) and registers it zero-copy at iova
+// (abi/burst_ctl_verbs.h). fd -1 is EBADF (as the kernel's dma_buf_get), which
+// is what consumers probing for dma-buf support (NCCL, UCX) look for.
+ibv_mr* reg_dmabuf_mr(ibv_pd* ibpd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                      int access) {
+  if (fd < 0) return verb_error(EBADF);
+  Context* ctx = to_context(ibpd->context);
+  auto* mr = alloc_object<Mr>();
+  if (mr == nullptr) return nullptr;
+  burst_ctl_reg_dmabuf_mr_req req{};
+  req.pd_handle = to_pd(ibpd)->handle;
+  req.access = static_cast<uint32_t>(access);
+  req.offset = offset;
+  req.length = length;
+  req.iova = iova;
+  burst_ctl_reg_mr_resp resp{};
+  if (int e = ctl_request_fd(ctx, BURST_CTL_OP_REG_DMABUF_MR, &req, &resp, fd, nullptr); e != 0) {
+    free(mr);
+    return verb_error(e);
+  }
+  mr->handle = resp.mr_handle;
+  ibv_mr& m = mr->vmr.ibv_mr;
+  m.context = ibpd->context;
+  m.pd = ibpd;
+  m.addr = reinterpret_cast<void*>(static_cast<uintptr_t>(offset));  // as libibverbs sets it
+  m.length = length;
+  m.handle = resp.mr_handle;
+  m.lkey = resp.lkey;
+  m.rkey = resp.rkey;
+  mr->vmr.mr_type = BURST_VERBS_MR_TYPE_DMABUF_MR;
+  mr->vmr.access = access;
+  debug_log("burst: MR %u: dma-buf %llu+%zu at iova 0x%llx, lkey 0x%x", resp.mr_handle,
+            static_cast<unsigned long long>(offset), length, static_cast<unsigned long long>(iova),
+            resp.lkey);
+  return &m;
+}
+
 // ibv_rereg_mr: libibverbs checked the flags and the new range and updates
 // mr->pd, addr and length on success; the keys (new with a new translation)
 // are set here. burstd maps the range again for a new translation or new
@@ -64,6 +102,7 @@ int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, in
                 IBV_REREG_MR_CHANGE_ACCESS)) {
     return EINVAL;
   }
+  if (vmr->mr_type == BURST_VERBS_MR_TYPE_DMABUF_MR) return EOPNOTSUPP;  // burstd says the same
   const bool translation = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
   burst_ctl_rereg_mr_req req{};
   req.mr_handle = mr->handle;

@@ -194,6 +194,8 @@ void init_cq_ex_ops(Cq* cq);
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);
 int dereg_mr(verbs_mr* mr);
 int rereg_mr(verbs_mr* mr, int flags, ibv_pd* pd, void* addr, size_t length, int access);
+ibv_mr* reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+                      int access);
 ibv_ah* create_ah(ibv_pd* pd, ibv_ah_attr* attr);
 // mw_control.cc: memory windows through burstd; binding them is a work request.
 ibv_mw* alloc_mw(ibv_pd* pd, ibv_mw_type type);

@@ -141,6 +141,34 @@ core::Status map_app_range(int maps_fd, int file_fd, uint64_t addr, uint64_t len
   return core::Status::Ok();
 }
 
+core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writable,
+                              AppMapping* out) {
+  *out = AppMapping{};
+  struct statfs fs;
+  if (fd < 0 || fstatfs(fd, &fs) != 0 || fs.f_type != DMA_BUF_MAGIC) return core::Errc::kInvalid;
+  const off_t size = lseek(fd, 0, SEEK_END);
+  if (size < 0 || len > UINT64_MAX - offset) return core::Errc::kInvalid;
+  if (offset + len > static_cast<uint64_t>(size)) return core::Errc::kInvalid;
+  if (len == 0) return core::Status::Ok();
+  const int fl = fcntl(fd, F_GETFL);
+  if (fl < 0) return core::Errc::kInvalid;
+  if (writable && (fl & O_ACCMODE) != O_RDWR) return core::Errc::kPermission;
+  // Mapped from the buffer's start: GEM exporters fault pages in by their
+  // distance from the mapping's start and ignore a non-zero mmap offset
+  // (drm_gem_shmem_fault, so vgem in 6.1; also msm, etnaviv, lima): a mapping
+  // at `offset` would show page 0 there.
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t map_len = align_up(offset + len, page);
+  const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* base = mmap(nullptr, map_len, prot, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return errno == EACCES ? core::Errc::kPermission : core::Errc::kInvalid;
+  out->mode = AppMapping::Mode::kZeroCopy;
+  out->map_base = base;
+  out->map_len = map_len;
+  out->local = static_cast<uint8_t*>(base) + offset;
+  return core::Status::Ok();
+}
+
 bool address_space_alive(int maps_fd) {
   char c;
   ssize_t n;

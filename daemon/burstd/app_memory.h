@@ -60,6 +60,18 @@ struct AppMapping {
 // first and left kCrossMemory with nothing mapped on error.
 core::Status map_app_range(int maps_fd, int file_fd, uint64_t addr, uint64_t len, bool writable,
                            AppMapping* out);
+// ibv_reg_dmabuf_mr: maps [offset, offset + len) of the dma-buf `fd` (kept by
+// the caller) MAP_SHARED into burstd, zero-copy. A dma-buf is recognised by its
+// file system (fstatfs: DMA_BUF_MAGIC, the kernel's dma-buf pseudo file system,
+// where nothing else lives and which no path can name; a readlink of
+// "/dmabuf:" or an fdinfo "exp_name:" line could also be a file's name or
+// content) and its size is what lseek(SEEK_END) reports (dma-buf's own llseek;
+// the size is fixed at export). Errors: kInvalid (not a dma-buf, the range wraps
+// or reaches past the buffer's size, or the exporter refuses the mapping),
+// kPermission (`writable` over a descriptor without write access). len 0 maps
+// nothing (the descriptor is still checked).
+core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writable,
+                              AppMapping* out);
 // Whether the address space behind `maps_fd` still exists (false once its
 // process exec'd or exited: its maps read empty). Cheap: reads one record.
 bool address_space_alive(int maps_fd);

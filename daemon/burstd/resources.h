@@ -104,6 +104,9 @@ class Resources {
   int reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file_fd,
              burst_ctl_reg_mr_resp* resp);
   int dereg_mr(uint32_t client, uint32_t handle);
+  // ibv_reg_dmabuf_mr: `fd` the dma-buf (kept by the caller), mapped zero-copy.
+  int reg_dmabuf_mr(uint32_t client, const burst_ctl_reg_dmabuf_mr_req& req, int fd,
+                    burst_ctl_reg_mr_resp* resp);
   // ibv_rereg_mr; file_fd as reg_mr. resp->mr_handle is the request's.
   int rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int file_fd,
                burst_ctl_reg_mr_resp* resp);
@@ -183,6 +186,7 @@ class Resources {
     uint64_t bytes = 0;  // charged against RLIMIT_MEMLOCK (whole pages)
     uint32_t access = 0;  // IBV_ACCESS_*
     AppMapping mapping;
+    bool dmabuf = false;  // registered by REG_DMABUF_MR (no REREG_MR)
   };
   struct Mw {
     uint32_t index = 0;  // MrTable entry (the rkey's index; its key byte changes at binds)

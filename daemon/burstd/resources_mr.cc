@@ -2,8 +2,9 @@
 // Memory regions: registrations checked against the client's own maps
 // descriptor (app_memory), charged to its RLIMIT_MEMLOCK; zero-copy when the
 // client sent the file behind a shared mapping, cross-memory through its
-// /proc/self/mem otherwise. REG_MR / REREG_MR / DEREG_MR handlers. Control
-// thread only.
+// /proc/self/mem otherwise; a dma-buf the client sent is mapped zero-copy
+// (REG_DMABUF_MR). REG_MR / REREG_MR / REG_DMABUF_MR / DEREG_MR handlers.
+// Control thread only.
 #include <unistd.h>
 
 #include <cerrno>
@@ -107,6 +108,58 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
   return 0;
 }
 
+int Resources::reg_dmabuf_mr(uint32_t client, const burst_ctl_reg_dmabuf_mr_req& req, int fd,
+                             burst_ctl_reg_mr_resp* resp) {
+  Client* c = find(client);
+  if (c == nullptr) return ENOENT;
+  auto pd = c->pds.find(req.pd_handle);
+  if (pd == c->pds.end()) return ENOENT;
+  if (fd < 0) return EBADF;  // as dma_buf_get(-1)
+  if (int e = check_mr_args(req.access, req.offset, req.length); e != 0) return e;
+  if (req.reserved != 0) return EINVAL;
+  if (c->revoked) return EACCES;
+  if (int e = check_cap(*c, Object::kMr); e != 0) return e;
+  Mr mr;
+  mr.pd = req.pd_handle;
+  mr.access = req.access;
+  mr.dmabuf = true;
+  const bool writable = (req.access & core::kAccessLocalWrite) != 0;
+  if (core::Status s = map_dmabuf_range(fd, req.offset, req.length, writable, &mr.mapping);
+      !s.ok()) {
+    BURSTD_DEBUG("REG_DMABUF_MR %llu+%llu: %s", static_cast<unsigned long long>(req.offset),
+                 static_cast<unsigned long long>(req.length), std::strerror(s.to_errno()));
+    return s.to_errno();
+  }
+  // Charged as a zero-copy REG_MR: the whole pages of the range (burstd maps
+  // the buffer from its start, see map_dmabuf_range; the pages before the
+  // range are not the MR's).
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  mr.bytes = req.length == 0 ? 0
+                             : ((req.offset + req.length + page - 1) & ~(page - 1)) -
+                                   (req.offset & ~(page - 1));
+  if (int e = charge_memlock(*c, mr.bytes); e != 0) {
+    unmap_app_range(&mr.mapping);
+    return e;
+  }
+  uint32_t lkey = 0, rkey = 0;
+  core::Status s = device_.mrs().reg_mr(pd->second.pd, mr.mapping.local, req.iova, req.length,
+                                        req.access, &lkey, &rkey, 0);
+  if (!s.ok()) {
+    unmap_app_range(&mr.mapping);
+    return s.to_errno();
+  }
+  mr.lkey = lkey;
+  const uint32_t handle = take_handle(*c);
+  c->mrs[handle] = mr;
+  c->mr_bytes += mr.bytes;
+  ++pd->second.refs;
+  resp->mr_handle = handle;
+  resp->lkey = lkey;
+  resp->rkey = rkey;
+  resp->memory_mode = BURST_CTL_MEM_SHM;
+  return 0;
+}
+
 int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int file_fd,
                         burst_ctl_reg_mr_resp* resp) {
   constexpr uint32_t kKnownFlags = 0x7;  // IBV_REREG_MR_CHANGE_TRANSLATION | _PD | _ACCESS
@@ -114,6 +167,7 @@ int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int 
   Client* c = nullptr;
   Mr* mr = find_object(client, &Client::mrs, req.mr_handle, &c);
   if (mr == nullptr) return ENOENT;
+  if (mr->dmabuf) return EOPNOTSUPP;  // its memory is the dma-buf's, not the client's
   if (req.flags == 0 || (req.flags & ~kKnownFlags) != 0) return EINVAL;
   if ((req.mr_flags & ~BURST_CTL_MR_F_FILE) != 0 || req.reserved != 0) return EINVAL;
   if (((req.mr_flags & BURST_CTL_MR_F_FILE) != 0) != (file_fd >= 0)) return EBADF;
@@ -187,6 +241,15 @@ int op_reg_mr(Call& c) {
   const int err = c.res.reg_mr(c.s.id, req, c.in_fds[0], r);  // the file stays with the dispatcher
   c.what = "mr " + std::to_string(r->mr_handle) + " len " + std::to_string(req.length) +
            (r->memory_mode == BURST_CTL_MEM_SHM ? " zero-copy" : " cross-memory");
+  return err;
+}
+
+int op_reg_dmabuf_mr(Call& c) {
+  const auto req = c.request<burst_ctl_reg_dmabuf_mr_req>();
+  auto* r = c.response<burst_ctl_reg_mr_resp>();
+  const int err = c.res.reg_dmabuf_mr(c.s.id, req, c.in_fds[0], r);  // kept by the dispatcher
+  c.what = "mr " + std::to_string(r->mr_handle) + " dma-buf " + std::to_string(req.offset) + "+" +
+           std::to_string(req.length);
   return err;
 }
 

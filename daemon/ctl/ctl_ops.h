@@ -53,7 +53,8 @@ X(REREG_MR,       rereg_mr_req,       reg_mr_resp,       FIXED, 1, 0, kLive,    
 X(ALLOC_MW,       alloc_mw_req,       alloc_mw_resp,     FIXED, 0, 0, kLive,    op_alloc_mw)       \
 X(DEALLOC_MW,     handle_req,         empty_resp,        FIXED, 0, 0, kSession, op_dealloc_mw)   \
 X(ATTACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kLive,    op_attach_mcast)   \
-X(DETACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kSession, op_detach_mcast)
+X(DETACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kSession, op_detach_mcast)   \
+X(REG_DMABUF_MR,  reg_dmabuf_mr_req,  reg_mr_resp,       FIXED, 1, 0, kLive,    op_reg_dmabuf_mr)
 // clang-format on
 
 // The wire facts of one row as a ctl::OpSpec initializer (ctl_codec.h).

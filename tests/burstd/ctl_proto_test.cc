@@ -6,6 +6,8 @@
 // loopback backend (two workers: frames reach the other worker through the
 // handoff).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -62,6 +64,7 @@ TEST(CtlCodec, EveryOpHasItsRequestSize) {
       {BURST_CTL_OP_REREG_MR, sizeof(burst_ctl_rereg_mr_req)},
       {BURST_CTL_OP_ALLOC_MW, sizeof(burst_ctl_alloc_mw_req)},
       {BURST_CTL_OP_DEALLOC_MW, sizeof(burst_ctl_handle_req)},
+      {BURST_CTL_OP_REG_DMABUF_MR, sizeof(burst_ctl_reg_dmabuf_mr_req)},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(ctl::op_name(c.op));
@@ -551,6 +554,57 @@ TEST_F(DispatchTest, MemoryWindowsAndRereg) {
   EXPECT_EQ(device_->mrs().mw_count(), 0u);
   EXPECT_EQ(res_->pd_count(), 0u);
   disp_->open_session(a_);  // for TearDown
+}
+
+// REG_DMABUF_MR without an exporter: no descriptor is EBADF (the consumers'
+// fd -1 probe), a descriptor that is not a dma-buf (memfd, pipe) EINVAL, and
+// the request's own checks (PD, access, reserved) as REG_MR's. The dispatcher
+// closes what it was sent.
+TEST_F(DispatchTest, RegDmabufMrRefusals) {
+  hello(a_);
+  hello(b_);
+  const uint32_t pd = alloc_pd(a_);
+  auto r = request<burst_ctl_reg_dmabuf_mr_req>(BURST_CTL_OP_REG_DMABUF_MR);
+  r.pd_handle = pd;
+  r.access = core::kAccessLocalWrite;
+  r.length = 4096;
+  r.iova = 0x10000;
+  ctl::init_request(&r.hdr, r.hdr.op, sizeof(r), a_.version, 11);
+  auto send_fd = [&](Session& s, const burst_ctl_reg_dmabuf_mr_req& req, int fd) {
+    std::vector<uint8_t> resp;
+    std::vector<int> out_fds;
+    bool close = false;
+    const int fds[1] = {fd};
+    disp_->handle(s, reinterpret_cast<const uint8_t*>(&req), sizeof(req), fds, fd >= 0 ? 1 : 0,
+                  &resp, &out_fds, &close);
+    burst_ctl_hdr h;
+    std::memcpy(&h, resp.data(), sizeof(h));
+    return static_cast<int>(h.status);
+  };
+  EXPECT_EQ(send_fd(a_, r, -1), EBADF);
+  const int mfd = memfd_create("not-a-dmabuf", MFD_CLOEXEC);
+  ASSERT_GE(mfd, 0);
+  ASSERT_EQ(ftruncate(mfd, 65536), 0);
+  EXPECT_EQ(send_fd(a_, r, dup(mfd)), EINVAL) << "a memfd";
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  EXPECT_EQ(send_fd(a_, r, p[0]), EINVAL) << "a pipe";
+  close(p[1]);
+  EXPECT_EQ(send_fd(b_, r, dup(mfd)), ENOENT) << "another client's PD";
+  auto bad = r;
+  bad.reserved = 1;
+  EXPECT_EQ(send_fd(a_, bad, dup(mfd)), EINVAL);
+  bad = r;
+  bad.access = core::kAccessRemoteWrite;  // without LOCAL_WRITE
+  EXPECT_EQ(send_fd(a_, bad, dup(mfd)), EINVAL);
+  bad = r;
+  bad.access |= 0x100000;  // unknown
+  EXPECT_EQ(send_fd(a_, bad, dup(mfd)), EOPNOTSUPP);
+  bad = r;
+  bad.offset = UINT64_MAX - 10;  // wraps
+  EXPECT_EQ(send_fd(a_, bad, dup(mfd)), EINVAL);
+  close(mfd);
+  EXPECT_EQ(device_->mrs().mr_count(), 0u);
 }
 
 // RESIZE_CQ: EINVAL for 0 and above max_cqe, ENOENT for another client's or an

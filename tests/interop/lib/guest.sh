@@ -25,6 +25,8 @@
 # Settings (environment): INTEROP_CACHE (default /var/cache/burst-interop), INTEROP_ACCEL (kvm|tcg,
 # default kvm only when the CPU has vmx/svm and /dev/kvm opens), INTEROP_BOOT_TIMEOUT (s, default 120),
 # INTEROP_MEM (MiB, 512), INTEROP_SMP (1), INTEROP_KERNEL_PKG (default: what linux-image-amd64 depends on).
+# INTEROP_HOST_ROOT=1: guest_start also shares the host's / read-only (9p tag "hostroot"), so that
+# a guest can run the host's own binaries in a chroot (tests/interop/dmabuf.sh).
 
 INTEROP_CACHE=${INTEROP_CACHE:-/var/cache/burst-interop}
 INTEROP_BOOT_TIMEOUT=${INTEROP_BOOT_TIMEOUT:-120}
@@ -259,6 +261,10 @@ guest_start() {
   accel=$(interop_accel)
   local accel_args=(-accel tcg,thread=multi -cpu max)
   [[ $accel == kvm ]] && accel_args=(-accel kvm -cpu host)
+  local host_root_args=()
+  [[ -n ${INTEROP_HOST_ROOT:-} ]] && host_root_args=(
+    -fsdev "local,id=fs1,path=/,security_model=none,readonly=on,multidevs=remap"
+    -device "virtio-9p-pci,fsdev=fs1,mount_tag=hostroot")
   t0=$(date +%s%N)
   nsenter --net="/run/netns/$INTEROP_NS" qemu-system-x86_64 "${accel_args[@]}" \
     -m "$INTEROP_MEM" -smp "$INTEROP_SMP" -nodefaults -no-user-config -display none \
@@ -269,6 +275,7 @@ guest_start() {
     -device "virtio-net-pci,netdev=n0,mac=$mac" \
     -fsdev "local,id=fs0,path=$d/share,security_model=none" \
     -device "virtio-9p-pci,fsdev=fs0,mount_tag=host" \
+    "${host_root_args[@]}" \
     </dev/null >"$d/qemu.log" 2>&1 &
   echo $! >"$d/pid"
   INTEROP_GUESTS+=("$name")
