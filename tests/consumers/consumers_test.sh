@@ -61,20 +61,10 @@ inA ping -c1 -W2 10.47.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 BURSTD_PID_A=
 start_burstd() {  # NS DEV SOCK LOG
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
-    --socket "$3" >"$4" 2>&1 &
-  BG_PIDS+=($!)
-  LAST_BURSTD=$!
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$4"
-  fail "burstd in $1 did not come up"
+  netns_start_burstd "$1" "$3" "$4" "in $1" --backend xdp --netdev "$2" --workers 1
 }
 start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log"
-BURSTD_PID_A=$LAST_BURSTD
+BURSTD_PID_A=$BURSTD_PID
 start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log"
 
 # in NS T CMD...: CMD in namespace A or B under burstctl run, bounded by T seconds.

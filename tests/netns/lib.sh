@@ -10,6 +10,13 @@
 #                                      mounts, so /sys/fs/bpf stays visible)
 #   field FILE PATTERN NAME            value of NAME=... on the first line matching PATTERN
 #   wait_for FILE PATTERN SECONDS      wait until PATTERN appears in FILE
+#   netns_cmd_env                      CMD_ENV: the prefix for commands that load the
+#                                      provider (sanitizer builds: ASan runtime first)
+#   netns_start_burstd NS SOCK LOG WHAT ARGS...
+#                                      $BURSTD ARGS --socket SOCK in NS (under
+#                                      $BURSTD_WRAP), output appended to LOG; BURSTD_PID,
+#                                      BG_PIDS; fails "burstd WHAT did not come up"
+#                                      unless `$BURSTCTL status` answers within 10 s
 # Background processes must be started with nsenter directly (not inA/inB, which
 # are functions: `inA cmd &` forks a subshell and $! would not be the process).
 
@@ -63,4 +70,27 @@ wait_for() {
     sleep 0.1
   done
   return 1
+}
+
+netns_cmd_env() {
+  CMD_ENV=()
+  [[ -n ${BURST_TEST_PRELOAD:-} ]] || return 0
+  # burstctl run preloads its shim: keep it behind the sanitizer runtime
+  # (BURST_TEST_PRELOAD, set by CMake in sanitizer builds).
+  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
+           "$BURST_TEST_PRELOAD")
+}
+
+netns_start_burstd() {
+  local ns=$1 sock=$2 logf=$3 what=$4 i
+  shift 4
+  nsenter --net=/run/netns/"$ns" ${BURSTD_WRAP:-} "$BURSTD" "$@" --socket "$sock" >>"$logf" 2>&1 &
+  BURSTD_PID=$!
+  BG_PIDS+=("$BURSTD_PID")
+  for ((i = 0; i < 100; i++)); do
+    [[ -S $sock ]] && timeout 5 "$BURSTCTL" --socket "$sock" status >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  cat "$logf"
+  fail "burstd${what:+ $what} did not come up"
 }

@@ -30,22 +30,9 @@ inA ip addr add 10.47.0.1/24 dev v0
 inA ip link set v0 up
 inA ip link set v1 up
 
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  # burstctl run preloads its shim: keep it behind the sanitizer runtime.
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 SOCK=$TMP/burstd.sock
-nsenter --net=/run/netns/"$NA" "$BURSTD" --backend loopback --netdev v0 --workers 2 \
-  --socket "$SOCK" >>"$TMP/burstd.log" 2>&1 &
-BURSTD_PID=$!
-BG_PIDS+=("$BURSTD_PID")
-for _ in $(seq 100); do
-  timeout 5 "$BURSTCTL" --socket "$SOCK" status >/dev/null 2>&1 && break
-  sleep 0.1
-done
-timeout 5 "$BURSTCTL" --socket "$SOCK" status >/dev/null 2>&1 || { cat "$TMP/burstd.log"; fail "burstd did not come up"; }
+netns_start_burstd "$NA" "$SOCK" "$TMP/burstd.log" "" --backend loopback --netdev v0 --workers 2
 
 log "verbs_cq_probe: solicited-only arming, ibv_resize_cq, ibv_modify_cq"
 nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run \

@@ -11,12 +11,13 @@
 # Usage: mw_test.sh BURSTCTL BURSTD MW_PROBE
 # Exit: 0 pass, 1 fail, 77 skipped (not root, libibverbs missing, kernel with RDMA).
 set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
 
 BURSTCTL=${1:?usage: mw_test.sh BURSTCTL BURSTD MW_PROBE}
 BURSTD=${2:?}
 PROBE=${3:?}
 
-skip() { echo "SKIP: $*"; exit 77; }
 fail() {
   echo "FAIL: $*"
   [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
@@ -47,11 +48,7 @@ trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM
 
 inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
-fi
+netns_cmd_env
 SOCK=$TMP/burstd.sock
 mkdir -p "$TMP/tmpdir"
 brun() {

@@ -31,23 +31,10 @@ ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (
 for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
 
 netns_pair burst-ud
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 
 start_burstd() {  # NS DEV SOCK LOG BACKEND WORKERS
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend "$5" --netdev "$2" --workers "$6" \
-    --socket "$3" >"$4" 2>&1 &
-  BG_PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$4"
-  fail "burstd in $1 did not come up"
+  netns_start_burstd "$1" "$3" "$4" "in $1" --backend "$5" --netdev "$2" --workers "$6"
 }
 run_in() {  # NS DEV SOCK ARGS...
   local ns=$1 dev=$2 sock=$3
