@@ -26,26 +26,15 @@ netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
 netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong \
   ibv_srq_pingpong
 netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
 
 netns_pair burst-apps
 REPORT=${BURST_APPS_REPORT:-$TMP/report.txt}
 : >"$REPORT"
 netns_cmd_env
 
-ip link add a0 netns "$NA" type veth peer name b0 netns "$NB" || fail "cannot create veth pair"
-inA ip link set lo up
-inB ip link set lo up
-inA ip addr add 10.45.0.1/24 dev a0
-inB ip addr add 10.45.0.2/24 dev b0
-inA ip link set a0 up
-inB ip link set b0 up
-for _ in $(seq 50); do
-  inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_link_ab a0 10.45.0.1 b0 10.45.0.2
 inA ping -c1 -W2 10.45.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 start_burstd() {  # NS DEV SOCK LOG BACKEND

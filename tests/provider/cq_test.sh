@@ -18,10 +18,9 @@ PROBE=${3:?}
 
 netns_require_root "network namespace, veth, /dev/infiniband node"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
 netns_pair burst-cq  # only $NA is used
 ip link add v0 netns "$NA" type veth peer name v1 netns "$NA" || fail "cannot create veth pair"

@@ -32,9 +32,8 @@ netns_require_root "network namespaces, veth, XDP"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
 netns_require_tools "ibverbs-utils" ibv_rc_pingpong ibv_ud_pingpong
 netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
 
 BACKEND=${BURSTD_BACKEND:-xdp}
 TX_FRAMES=$([[ $BACKEND == xdp ]] && echo xsk.tx_frames || echo dpdk.tx_frames)

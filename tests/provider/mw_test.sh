@@ -28,10 +28,9 @@ fail() {
 for c in ip nsenter timeout; do
   command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
 done
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
 NS=burst-mw-$$
 TMP=$(mktemp -d /tmp/burst-mw-test.XXXXXX)

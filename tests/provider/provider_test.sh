@@ -49,10 +49,8 @@ done
 for c in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
 done
-# (not grep -q: under pipefail, ldconfig would die of SIGPIPE and the test skip)
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+netns_require_libibverbs
+netns_require_sysfs_path
 [[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
 [[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
 for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"} ${QP_EX_PROBE:+"$QP_EX_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done

@@ -47,8 +47,7 @@ done
 for c in ibv_devices ibv_devinfo ibv_asyncwatch; do
   command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
 done
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+netns_require_sysfs_path
 [[ -d /sys/class/net ]] || skip "no sysfs at /sys"
 [[ -x $BURSTCTL && -x $BURSTD ]] || fail "burstctl or burstd not built"
 
