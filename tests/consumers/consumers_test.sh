@@ -35,9 +35,8 @@ netns_require_tools "ucx-utils" ucx_info ucx_perftest
 netns_require_tools "openmpi-bin" mpirun ompi_info
 netns_require_tools "netpipe-openmpi" NPopenmpi
 netns_require_tools "ibverbs-utils perftest" ibv_asyncwatch ib_write_bw ib_write_lat
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
 
 netns_pair burst-cons
 REPORT=${BURST_CONSUMERS_REPORT:-$TMP/report.md}
@@ -46,35 +45,15 @@ REPORT=${BURST_CONSUMERS_REPORT:-$TMP/report.md}
   echo "|---|---|---|---|"
 } >"$REPORT"
 ADDR_A=10.47.0.1
-ip link add a0 netns "$NA" type veth peer name b0 netns "$NB" || fail "cannot create veth pair"
-inA ip link set lo up
-inB ip link set lo up
-inA ip addr add $ADDR_A/24 dev a0
-inB ip addr add 10.47.0.2/24 dev b0
-inA ip link set a0 up
-inB ip link set b0 up
-for _ in $(seq 50); do
-  inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_link_ab a0 $ADDR_A b0 10.47.0.2
 inA ping -c1 -W2 10.47.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 BURSTD_PID_A=
 start_burstd() {  # NS DEV SOCK LOG
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend xdp --netdev "$2" --workers 1 \
-    --socket "$3" >"$4" 2>&1 &
-  BG_PIDS+=($!)
-  LAST_BURSTD=$!
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$4"
-  fail "burstd in $1 did not come up"
+  netns_start_burstd "$1" "$3" "$4" "in $1" --backend xdp --netdev "$2" --workers 1
 }
 start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log"
-BURSTD_PID_A=$LAST_BURSTD
+BURSTD_PID_A=$BURSTD_PID
 start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log"
 
 # in NS T CMD...: CMD in namespace A or B under burstctl run, bounded by T seconds.

@@ -6,10 +6,24 @@
 #                                      a temp dir $TMP, BG_PIDS, and a cleanup trap
 #                                      that kills BG_PIDS and deletes both namespaces
 #                                      (with every veth and XDP program in them)
+#   netns_require_sysfs_path           skip on a kernel with RDMA (SYSFS_PATH is ignored there)
+#   netns_require_libibverbs           skip unless libibverbs.so.1 is installed
+#   netns_require_built FILE...        fail unless every FILE is executable
+#   netns_link_ab DEV_A ADDR_A DEV_B ADDR_B [VETH-OPTS...]
+#                                      veth DEV_A in A <-> DEV_B in B (VETH-OPTS on both
+#                                      ends), addresses (/24), both up, wait for LOWER_UP
+#                                      (brings lo up in both namespaces)
 #   inA / inB CMD...                   run CMD in namespace A / B (nsenter: keeps the
 #                                      mounts, so /sys/fs/bpf stays visible)
 #   field FILE PATTERN NAME            value of NAME=... on the first line matching PATTERN
 #   wait_for FILE PATTERN SECONDS      wait until PATTERN appears in FILE
+#   netns_cmd_env                      CMD_ENV: the prefix for commands that load the
+#                                      provider (sanitizer builds: ASan runtime first)
+#   netns_start_burstd NS SOCK LOG WHAT ARGS...
+#                                      $BURSTD ARGS --socket SOCK in NS (under
+#                                      $BURSTD_WRAP), output appended to LOG; BURSTD_PID,
+#                                      BG_PIDS; fails "burstd WHAT did not come up"
+#                                      unless `$BURSTCTL status` answers within 10 s
 # Background processes must be started with nsenter directly (not inA/inB, which
 # are functions: `inA cmd &` forks a subshell and $! would not be the process).
 
@@ -27,6 +41,22 @@ netns_require_tools() {
   for c in "$@"; do
     command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install $hint)"
   done
+}
+
+netns_require_sysfs_path() {
+  [[ -d /sys/class/infiniband ]] &&
+    skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+  return 0
+}
+
+netns_require_libibverbs() {
+  # (not grep -q: under pipefail, ldconfig would die of SIGPIPE and the test skip)
+  ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
+}
+
+netns_require_built() {
+  local b
+  for b in "$@"; do [[ -x $b ]] || fail "$b not built"; done
 }
 
 netns_pair() {
@@ -63,4 +93,44 @@ wait_for() {
     sleep 0.1
   done
   return 1
+}
+
+netns_cmd_env() {
+  CMD_ENV=()
+  [[ -n ${BURST_TEST_PRELOAD:-} ]] || return 0
+  # burstctl run preloads its shim: keep it behind the sanitizer runtime
+  # (BURST_TEST_PRELOAD, set by CMake in sanitizer builds).
+  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
+           "$BURST_TEST_PRELOAD")
+}
+
+netns_start_burstd() {
+  local ns=$1 sock=$2 logf=$3 what=$4 i
+  shift 4
+  nsenter --net=/run/netns/"$ns" ${BURSTD_WRAP:-} "$BURSTD" "$@" --socket "$sock" >>"$logf" 2>&1 &
+  BURSTD_PID=$!
+  BG_PIDS+=("$BURSTD_PID")
+  for ((i = 0; i < 100; i++)); do
+    [[ -S $sock ]] && timeout 5 "$BURSTCTL" --socket "$sock" status >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  cat "$logf"
+  fail "burstd${what:+ $what} did not come up"
+}
+
+netns_link_ab() {
+  local da=$1 aa=$2 db=$3 ab=$4
+  shift 4
+  ip link add "$da" netns "$NA" "$@" type veth peer name "$db" netns "$NB" "$@" ||
+    fail "cannot create veth pair"
+  inA ip link set lo up
+  inB ip link set lo up
+  inA ip addr add "$aa/24" dev "$da"
+  inB ip addr add "$ab/24" dev "$db"
+  inA ip link set "$da" up
+  inB ip link set "$db" up
+  for _ in $(seq 50); do
+    inA ip link show "$da" | grep -q LOWER_UP && inB ip link show "$db" | grep -q LOWER_UP && break
+    sleep 0.1
+  done
 }

@@ -14,6 +14,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
+source "$HERE/lib_apps.sh"
 
 BURSTCTL=${1:?usage: apps_test.sh BURSTCTL BURSTD [CASES...]}
 BURSTD=${2:?usage: apps_test.sh BURSTCTL BURSTD [CASES...]}
@@ -25,50 +26,24 @@ netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
 netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong ibv_ud_pingpong \
   ibv_srq_pingpong
 netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
 
 netns_pair burst-apps
 REPORT=${BURST_APPS_REPORT:-$TMP/report.txt}
 : >"$REPORT"
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  # burstctl run preloads its shim: keep it behind the sanitizer runtime.
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 
-ip link add a0 netns "$NA" type veth peer name b0 netns "$NB" || fail "cannot create veth pair"
-inA ip link set lo up
-inB ip link set lo up
-inA ip addr add 10.45.0.1/24 dev a0
-inB ip addr add 10.45.0.2/24 dev b0
-inA ip link set a0 up
-inB ip link set b0 up
-for _ in $(seq 50); do
-  inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_link_ab a0 10.45.0.1 b0 10.45.0.2
 inA ping -c1 -W2 10.45.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 start_burstd() {  # NS DEV SOCK LOG BACKEND
-  nsenter --net=/run/netns/"$1" ${BURSTD_WRAP:-} "$BURSTD" --backend "$5" --netdev "$2" --workers 1 \
-    --socket "$3" >"$4" 2>&1 &
-  BG_PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$4"
-  fail "burstd in $1 did not come up"
+  netns_start_burstd "$1" "$3" "$4" "in $1" --backend "$5" --netdev "$2" --workers 1
 }
 start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log" "${BURSTD_BACKEND_A:-xdp}"
 start_burstd "$NB" b0 "$TMP/b.sock" "$TMP/burstd-b.log" "${BURSTD_BACKEND_B:-xdp}"
 
-runA() { nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$@"; }
-runB() { nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev b0 --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$@"; }
+runA() { brun_in "$NA" a0 "$TMP/a.sock" "$T" "$@"; }
 
 FAILED=()
 want() {  # is this case selected?
@@ -80,43 +55,13 @@ want() {  # is this case selected?
 
 # pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
 # client in B against 10.45.0.1; both must exit 0.
+PAIR_REPORT_RE="bytes in|usec/iter|^Final:|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+"
+PAIR_REPORT_LINES=40
 pair() {
-  local name=$1
-  T=$2
+  local name=$1 t=$2
   shift 2
   want "$name" || return 0
-  local sargs=() cargs=()
-  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
-  shift
-  cargs=("$@")
-  log "$name: ${sargs[*]}"
-  local so="$TMP/$name.server" co="$TMP/$name.client"
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$so" 2>&1 &
-  local spid=$!
-  BG_PIDS+=("$spid")
-  sleep 0.5
-  local crc=1
-  for _ in 1 2 3 4 5; do  # the server may still be setting up its TCP listener
-    runB "${cargs[@]}" 10.45.0.1 >"$co" 2>&1
-    crc=$?
-    grep -q -E "Couldn't connect|Connection refused|Unable to init the socket connection" "$co" ||
-      break
-    sleep 0.5
-  done
-  wait "$spid"
-  local src=$?
-  if [[ $src -ne 0 || $crc -ne 0 ]]; then
-    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
-    FAILED+=("$name")
-    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
-    return 1
-  fi
-  {
-    echo "== $name (server ${sargs[*]})"
-    grep -E "bytes in|usec/iter|^Final:|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$co" | head -40
-  } >>"$REPORT"
-  return 0
+  apps_pair "$name" "$t" "$NA" a0 "$TMP/a.sock" "$NB" b0 "$TMP/b.sock" 10.45.0.1 "$@"
 }
 
 if want devices; then

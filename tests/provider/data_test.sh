@@ -25,10 +25,9 @@ PROBE=${3:?}
 
 netns_require_root "network namespace, veth, /dev/infiniband node"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
 netns_pair burst-data  # only $NA is used
 ip link add v0 netns "$NA" type veth peer name v1 netns "$NA" || fail "cannot create veth pair"
@@ -37,25 +36,11 @@ inA ip addr add 10.46.0.1/24 dev v0
 inA ip link set v0 up
 inA ip link set v1 up
 
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  # burstctl run preloads its shim: keep it behind the sanitizer runtime.
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 SOCK=$TMP/burstd.sock
 BURSTD_PID=
 start_burstd() {
-  nsenter --net=/run/netns/"$NA" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
-    >>"$TMP/burstd.log" 2>&1 &
-  BURSTD_PID=$!
-  BG_PIDS+=("$BURSTD_PID")
-  for _ in $(seq 100); do
-    timeout 5 "$BURSTCTL" --socket "$SOCK" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$TMP/burstd.log"
-  fail "burstd did not come up"
+  netns_start_burstd "$NA" "$SOCK" "$TMP/burstd.log" "" --backend loopback --netdev v0
 }
 ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }
 run() {

@@ -20,6 +20,7 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
+source "$HERE/lib_apps.sh"
 
 BURSTCTL=${1:?usage: loopback_test.sh BURSTCTL BURSTD [PARTS...]}
 BURSTD=${2:?usage: loopback_test.sh BURSTCTL BURSTD [PARTS...]}
@@ -31,21 +32,15 @@ netns_require_root "network namespaces, veth, XDP"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
 netns_require_tools "ibverbs-utils" ibv_rc_pingpong ibv_ud_pingpong
 netns_require_tools "perftest" ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
 
 BACKEND=${BURSTD_BACKEND:-xdp}
 TX_FRAMES=$([[ $BACKEND == xdp ]] && echo xsk.tx_frames || echo dpdk.tx_frames)
 netns_pair burst-loop
 REPORT=${BURST_LOOP_REPORT:-$TMP/report.txt}
 : >"$REPORT"
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  # burstctl run preloads its shim: keep it behind the sanitizer runtime.
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 
 # Two queues on l0: burstd with workers=2 needs one per worker.
 ip link add l0 netns "$NA" numrxqueues 2 numtxqueues 2 type veth \
@@ -72,17 +67,7 @@ for _ in $(seq 50); do
 done
 
 start_burstd() {  # DEV SOCK LOG WORKERS
-  nsenter --net=/run/netns/"$NA" ${BURSTD_WRAP:-} "$BURSTD" --backend "$BACKEND" --netdev "$1" \
-    --workers "$4" --socket "$2" >"$3" 2>&1 &
-  BURSTD_PID=$!
-  BG_PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $2 ]] && timeout 5 "$BURSTCTL" --socket "$2" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$3"
-  fail "burstd on $1 did not come up"
+  netns_start_burstd "$NA" "$2" "$3" "on $1" --backend "$BACKEND" --netdev "$1" --workers "$4"
 }
 stop_burstd() {  # PID SOCK
   kill "$1" 2>/dev/null
@@ -96,42 +81,12 @@ p0_rx() { inB ip -s link show p0 | awk '/RX:/ { getline; print $2; exit }'; }
 
 FAILED=()
 # pair NAME SECONDS SERVER_DEV SERVER_SOCK CLIENT_DEV CLIENT_SOCK DEST SERVER-ARGS... -- CLIENT-ARGS...
+PAIR_REPORT_RE="bytes in|usec/iter|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+"
+PAIR_REPORT_LINES=20
 pair() {
   local name=$1 t=$2 sdev=$3 ssock=$4 cdev=$5 csock=$6 dest=$7
   shift 7
-  local sargs=() cargs=()
-  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
-  shift
-  cargs=("$@")
-  log "$name: ${sargs[*]}"
-  local so="$TMP/$name.server" co="$TMP/$name.client"
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev "$sdev" \
-    --socket "$ssock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$so" 2>&1 &
-  local spid=$!
-  BG_PIDS+=("$spid")
-  sleep 0.5
-  local crc=1
-  for _ in 1 2 3 4 5; do  # the server may still be setting up its TCP listener
-    nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev "$cdev" \
-      --socket "$csock" -- "${CMD_ENV[@]}" "${cargs[@]}" "$dest" >"$co" 2>&1
-    crc=$?
-    grep -q -E "Couldn't connect|Connection refused|Unable to init the socket connection" "$co" ||
-      break
-    sleep 0.5
-  done
-  wait "$spid"
-  local src=$?
-  if [[ $src -ne 0 || $crc -ne 0 ]]; then
-    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
-    FAILED+=("$name")
-    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
-    return 1
-  fi
-  {
-    echo "== $name (server ${sargs[*]})"
-    grep -E "bytes in|usec/iter|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$co" | head -20
-  } >>"$REPORT"
-  return 0
+  apps_pair "$name" "$t" "$NA" "$sdev" "$ssock" "$NA" "$cdev" "$csock" "$dest" "$@"
 }
 
 G1=(-d burst0 -g 1)

@@ -11,12 +11,13 @@
 # Usage: mw_test.sh BURSTCTL BURSTD MW_PROBE
 # Exit: 0 pass, 1 fail, 77 skipped (not root, libibverbs missing, kernel with RDMA).
 set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
 
 BURSTCTL=${1:?usage: mw_test.sh BURSTCTL BURSTD MW_PROBE}
 BURSTD=${2:?}
 PROBE=${3:?}
 
-skip() { echo "SKIP: $*"; exit 77; }
 fail() {
   echo "FAIL: $*"
   [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
@@ -27,10 +28,9 @@ fail() {
 for c in ip nsenter timeout; do
   command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
 done
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
 NS=burst-mw-$$
 TMP=$(mktemp -d /tmp/burst-mw-test.XXXXXX)
@@ -47,11 +47,7 @@ trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM
 
 inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
-fi
+netns_cmd_env
 SOCK=$TMP/burstd.sock
 mkdir -p "$TMP/tmpdir"
 brun() {

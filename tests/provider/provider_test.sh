@@ -25,6 +25,8 @@
 # Usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT [CHANNEL_PROBE [QP_EX_PROBE]]
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
 
 BURSTCTL=${1:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
 PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT}
@@ -34,13 +36,11 @@ CLIENT=${5:?}
 CHANNEL_PROBE=${6:-}
 QP_EX_PROBE=${7:-}
 
-skip() { echo "SKIP: $*"; exit 77; }
 fail() {
   echo "FAIL: $*"
   [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
   exit 1
 }
-log() { echo "--- $*"; }
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth, /dev/infiniband node)"
 for c in ip nsenter timeout; do
@@ -49,10 +49,8 @@ done
 for c in ibv_devices ibv_devinfo ibv_rc_pingpong; do
   command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
 done
-# (not grep -q: under pipefail, ldconfig would die of SIGPIPE and the test skip)
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+netns_require_libibverbs
+netns_require_sysfs_path
 [[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
 [[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
 for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"} ${QP_EX_PROBE:+"$QP_EX_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done
@@ -72,14 +70,8 @@ trap cleanup EXIT
 trap 'echo "interrupted"; exit 1' INT TERM
 
 inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-# Sanitizer builds: the instrumented provider needs the ASan runtime preloaded
-# into the uninstrumented tools (set by CMake as BURST_TEST_PRELOAD).
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  # ASan's runtime first, then what burstctl preloads (the completion-channel shim).
-  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
-fi
+# Sanitizer builds: the instrumented provider needs the ASan runtime preloaded.
+netns_cmd_env
 # Every burstctl run gets a private TMPDIR, so a leaked tree would show.
 SOCK=$TMP/burstd.sock
 brun() {

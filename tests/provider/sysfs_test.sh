@@ -28,17 +28,17 @@
 # Usage: sysfs_test.sh BURSTCTL BURSTD
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA).
 set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
 
 BURSTCTL=${1:?usage: sysfs_test.sh BURSTCTL BURSTD}
 BURSTD=${2:?usage: sysfs_test.sh BURSTCTL BURSTD}
 
-skip() { echo "SKIP: $*"; exit 77; }
 fail() {
   echo "FAIL: $*"
   [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
   exit 1
 }
-log() { echo "--- $*"; }
 
 [[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth, /dev/infiniband node)"
 for c in ip nsenter timeout realpath; do
@@ -47,8 +47,7 @@ done
 for c in ibv_devices ibv_devinfo ibv_asyncwatch; do
   command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
 done
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
+netns_require_sysfs_path
 [[ -d /sys/class/net ]] || skip "no sysfs at /sys"
 [[ -x $BURSTCTL && -x $BURSTD ]] || fail "burstctl or burstd not built"
 
@@ -73,13 +72,8 @@ inns() { nsenter --net=/run/netns/"$NS" "$@"; }
 SOCK=$TMP/burstd.sock
 mkdir -p "$TMP/tmpdir"
 chmod 1777 "$TMP/tmpdir"
-# Sanitizer builds: the instrumented provider needs the ASan runtime first in the
-# uninstrumented tools that load it (set by CMake as BURST_TEST_PRELOAD).
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
-fi
+# Sanitizer builds: the instrumented provider needs the ASan runtime first.
+netns_cmd_env
 # brun [burstctl run options] -- CMD...
 brun() {
   local opts=()

@@ -25,29 +25,15 @@ PROBE=${3:?}
 
 netns_require_root "network namespaces, veth, XDP"
 netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
 netns_pair burst-ud
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$0${LD_PRELOAD:+:$LD_PRELOAD}" ASAN_OPTIONS=detect_leaks=0 exec "$@"'
-           "$BURST_TEST_PRELOAD")
-fi
+netns_cmd_env
 
 start_burstd() {  # NS DEV SOCK LOG BACKEND WORKERS
-  nsenter --net=/run/netns/"$1" "$BURSTD" --backend "$5" --netdev "$2" --workers "$6" \
-    --socket "$3" >"$4" 2>&1 &
-  BG_PIDS+=($!)
-  local i
-  for ((i = 0; i < 100; i++)); do
-    [[ -S $3 ]] && timeout 5 "$BURSTCTL" --socket "$3" status >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  cat "$4"
-  fail "burstd in $1 did not come up"
+  netns_start_burstd "$1" "$3" "$4" "in $1" --backend "$5" --netdev "$2" --workers "$6"
 }
 run_in() {  # NS DEV SOCK ARGS...
   local ns=$1 dev=$2 sock=$3
@@ -77,17 +63,7 @@ log "attach/detach rules"
 run_in "$NA" l0 "$TMP/l.sock" rules || { tail -30 "$TMP/burstd-l.log"; fail "rules probe"; }
 
 # ---- 2. two burstd on AF_XDP: multicast
-ip link add a0 netns "$NA" numrxqueues 2 numtxqueues 2 type veth \
-  peer name b0 netns "$NB" numrxqueues 2 numtxqueues 2 || fail "cannot create veth pair"
-inB ip link set lo up
-inA ip addr add 10.47.0.1/24 dev a0
-inB ip addr add 10.47.0.2/24 dev b0
-inA ip link set a0 up
-inB ip link set b0 up
-for _ in $(seq 50); do
-  inA ip link show a0 | grep -q LOWER_UP && inB ip link show b0 | grep -q LOWER_UP && break
-  sleep 0.1
-done
+netns_link_ab a0 10.47.0.1 b0 10.47.0.2 numrxqueues 2 numtxqueues 2
 # The sender's kernel route for the group (burstd resolves the multicast MAC itself).
 inA ip route add 224.0.0.0/4 dev a0 2>/dev/null
 start_burstd "$NA" a0 "$TMP/a.sock" "$TMP/burstd-a.log" xdp 1

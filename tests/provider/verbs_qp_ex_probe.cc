@@ -30,44 +30,13 @@ namespace {
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 constexpr size_t kLen = 4096;
 
-void modify(ibv_qp* qp, ibv_qp_attr* a, int mask, const char* what) {
-  const int e = ibv_modify_qp(qp, a, mask);
-  CHECK(e == 0, "modify_qp %s: %s", what, std::strerror(e));
-}
-
 void connect_to_self(ibv_qp* qp, const ibv_gid& gid) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = kAccess;
-  modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = qp->qp_num;
-  a.rq_psn = 0x111;
-  a.max_dest_rd_atomic = 4;
-  a.min_rnr_timer = 12;
-  a.ah_attr.port_num = 1;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid;
-  a.ah_attr.grh.sgid_index = 1;
-  a.ah_attr.grh.hop_limit = 64;
-  modify(qp, &a,
-         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
-         "RTR");
-  a = ibv_qp_attr{};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0x111;
-  a.max_rd_atomic = 4;
-  modify(qp, &a,
-         IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-             IBV_QP_MAX_QP_RD_ATOMIC,
-         "RTS");
+  burst::test::RcPath p;
+  p.access = kAccess;
+  p.dest_qpn = qp->qp_num;
+  p.rq_psn = p.sq_psn = 0x111;
+  p.rd_atomic = 4;
+  burst::test::rc_to_rts_or_die(qp, gid, p);
 }
 
 // Polls until n completions arrived (seconds at most).
