@@ -277,6 +277,9 @@ class Resources {
   void mcast_release_client(uint32_t client);
   struct McastGroup;
   void mcast_remove(const std::array<uint8_t, 16>& g, McastGroup& group, size_t member);
+  // REG_MR / REG_DMABUF_MR's last step (resources_mr.cc).
+  int install_mr(Client& c, Pd& pd, Mr& mr, uint8_t* host, uint64_t iova, uint64_t length,
+                 uint32_t space, burst_ctl_reg_mr_resp* resp);
   // Checks and maps [addr, addr + length) for an MR of `access` (REG_MR,
   // REREG_MR): *mr gets the mapping and bytes, *host where burst reaches it.
   int map_mr_range(Client& c, uint64_t addr, uint64_t length, uint32_t access, int file_fd,

@@ -89,22 +89,31 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
     return e;
   }
   const bool zero_copy = mr.mapping.mode == AppMapping::Mode::kZeroCopy;
+  return install_mr(*c, pd->second, mr, host, req.iova, req.length, zero_copy ? 0 : c->space,
+                    resp);
+}
+
+// The last step of REG_MR and REG_DMABUF_MR: `mr` (mapped, charged) gets its
+// keys and a handle; on failure its mapping is undone. space 0: burst reaches
+// the memory directly (zero-copy), else through that client memory space.
+int Resources::install_mr(Client& c, Pd& pd, Mr& mr, uint8_t* host, uint64_t iova,
+                          uint64_t length, uint32_t space, burst_ctl_reg_mr_resp* resp) {
   uint32_t lkey = 0, rkey = 0;
-  core::Status s = device_.mrs().reg_mr(pd->second.pd, host, req.iova, req.length, req.access,
-                                        &lkey, &rkey, zero_copy ? 0 : c->space);
+  core::Status s =
+      device_.mrs().reg_mr(pd.pd, host, iova, length, mr.access, &lkey, &rkey, space);
   if (!s.ok()) {
     unmap_app_range(&mr.mapping);
     return s.to_errno();
   }
   mr.lkey = lkey;
-  const uint32_t handle = take_handle(*c);
-  c->mrs[handle] = mr;
-  c->mr_bytes += mr.bytes;
-  ++pd->second.refs;
+  const uint32_t handle = take_handle(c);
+  c.mrs[handle] = mr;
+  c.mr_bytes += mr.bytes;
+  ++pd.refs;
   resp->mr_handle = handle;
   resp->lkey = lkey;
   resp->rkey = rkey;
-  resp->memory_mode = zero_copy ? BURST_CTL_MEM_SHM : BURST_CTL_MEM_CMA;
+  resp->memory_mode = space == 0 ? BURST_CTL_MEM_SHM : BURST_CTL_MEM_CMA;
   return 0;
 }
 
@@ -141,23 +150,7 @@ int Resources::reg_dmabuf_mr(uint32_t client, const burst_ctl_reg_dmabuf_mr_req&
     unmap_app_range(&mr.mapping);
     return e;
   }
-  uint32_t lkey = 0, rkey = 0;
-  core::Status s = device_.mrs().reg_mr(pd->second.pd, mr.mapping.local, req.iova, req.length,
-                                        req.access, &lkey, &rkey, 0);
-  if (!s.ok()) {
-    unmap_app_range(&mr.mapping);
-    return s.to_errno();
-  }
-  mr.lkey = lkey;
-  const uint32_t handle = take_handle(*c);
-  c->mrs[handle] = mr;
-  c->mr_bytes += mr.bytes;
-  ++pd->second.refs;
-  resp->mr_handle = handle;
-  resp->lkey = lkey;
-  resp->rkey = rkey;
-  resp->memory_mode = BURST_CTL_MEM_SHM;
-  return 0;
+  return install_mr(*c, pd->second, mr, mr.mapping.local, req.iova, req.length, 0, resp);
 }
 
 int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int file_fd,
