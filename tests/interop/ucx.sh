@@ -18,7 +18,8 @@
 # on stdout and in $INTEROP_RUN/ucx.md (kept with INTEROP_KEEP=1).
 # Usage (root): tests/interop/ucx.sh [BUILD_DIR]
 # Settings: UCX_DIRS ("g2b b2g"), UCX_ITERS ("-n 100 -w 10"), UCX_CASES (labels to run, default all),
-#   UCX_INTEROP_DEADLINE (s, 1500), INTEROP_MEM (MiB, here 1024).
+#   UCX_INTEROP_DEADLINE (s, 1500), INTEROP_MEM (MiB, here 1024), UCX_EXTRA_ENV (more UCX_ variables,
+#   both sides, shown in the table: e.g. UCX_UD_VERBS_ETH_DGID_CHECK=n).
 # Exit 0 every case passed, 77 skipped (no guest, tools missing), 1 a case failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -111,7 +112,7 @@ PORT=21000
 # perf DIR LABEL ENV -- ARGS...: ucx_perftest server and client (both must exit 0). The figure is
 # the client's: the median latency of a *_lat / atomic test, else the overall bandwidth.
 perf() {
-  local dir=$1 label=$2 envs=$3
+  local dir=$1 label=$2 envs=$3${UCX_EXTRA_ENV:+ $UCX_EXTRA_ENV}
   shift 4
   if [[ -n ${UCX_CASES:-} && " $UCX_CASES " != *" $label "* ]]; then return 0; fi
   PORT=$((PORT + 1))
