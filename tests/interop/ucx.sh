@@ -19,7 +19,7 @@
 # Usage (root): tests/interop/ucx.sh [BUILD_DIR]
 # Settings: UCX_DIRS ("g2b b2g"), UCX_ITERS ("-n 100 -w 10"), UCX_CASES (labels to run, default all),
 #   UCX_INTEROP_DEADLINE (s, 1500), INTEROP_MEM (MiB, here 1024), UCX_EXTRA_ENV (more UCX_ variables,
-#   both sides, shown in the table: e.g. UCX_UD_VERBS_ETH_DGID_CHECK=n).
+#   both sides, shown in the table: e.g. UCX_UD_VERBS_ETH_DGID_CHECK=n), UCX_GUEST_ENV (the guest side only).
 # Exit 0 every case passed, 77 skipped (no guest, tools missing), 1 a case failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -120,7 +120,7 @@ perf() {
   ilog "$dir: $label"
   if [[ $dir == g2b ]]; then
     local id
-    id=$(guest_spawn -t 240 vm1 "$(in_root $envs ucx_perftest -p $PORT)")
+    id=$(guest_spawn -t 240 vm1 "$(in_root $envs ${UCX_GUEST_ENV:-} ucx_perftest -p $PORT)")
     guest_wait_listen vm1 "$PORT" 90
     for _ in $(seq 10); do
       # shellcheck disable=SC2086
@@ -137,7 +137,7 @@ perf() {
     local spid=$!
     host_listening "$PORT"
     for _ in $(seq 10); do
-      guest_run -t 200 vm1 "$(in_root $envs ucx_perftest $INTEROP_HOST_IP -p $PORT -f "$@")" >"$co" 2>&1
+      guest_run -t 200 vm1 "$(in_root $envs ${UCX_GUEST_ENV:-} ucx_perftest $INTEROP_HOST_IP -p $PORT -f "$@")" >"$co" 2>&1
       crc=$?
       grep -q "connect() failed" "$co" || break
       sleep 1
@@ -146,7 +146,7 @@ perf() {
     src=$?
   fi
   local where="server on $([[ $dir == g2b ]] && echo rxe || echo burst), client on $([[ $dir == g2b ]] && echo burst || echo rxe)"
-  local cmd="${envs:+$envs }ucx_perftest $* ($where)"
+  local cmd="${envs:+$envs }ucx_perftest $* ($where${UCX_GUEST_ENV:+; guest only: $UCX_GUEST_ENV})"
   if [[ $src -ne 0 || $crc -ne 0 ]]; then
     { echo "=== $dir $label server ($src):"; tail -20 "$so"; echo "=== client ($crc):"; tail -20 "$co"; } >&2
     FAILED+=("$dir $label")
