@@ -16,6 +16,9 @@
 # (TCG). UCX chooses its GID itself on both sides.
 # Output: a Markdown table (consumer, command, result, figure) like tests/consumers/consumers_test.sh,
 # on stdout and in $INTEROP_RUN/ucx.md (kept with INTEROP_KEEP=1).
+# Without UCX_UD_VERBS_ETH_DGID_CHECK=n on the rxe side, UCX there drops every UD datagram from burst
+# (UD and every UCP case fail with "UD endpoint ...: unhandled timeout error"; docs/consumers.md):
+#   sudo UCX_GUEST_ENV=UCX_UD_VERBS_ETH_DGID_CHECK=n tests/interop/ucx.sh build/default
 # Usage (root): tests/interop/ucx.sh [BUILD_DIR]
 # Settings: UCX_DIRS ("g2b b2g"), UCX_ITERS ("-n 100 -w 10"), UCX_CASES (labels to run, default all),
 #   UCX_INTEROP_DEADLINE (s, 1500), INTEROP_MEM (MiB, here 1024), UCX_EXTRA_ENV (more UCX_ variables,
