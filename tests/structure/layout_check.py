@@ -4,9 +4,10 @@
 
 Checked over the files git tracks, as they are in the work tree:
   1. abi/ is the floor: its headers include only system headers and abi/ headers.
-  2. provider/ includes nothing from daemon/, daemon/ nothing from provider/.
+  2. provider/ includes nothing from daemon/, daemon/ nothing from provider/;
+     cm/ (protocol logic burstd runs) includes neither.
   3. No source file outside tests/ over MAX_FILE_LINES lines.
-  4. No function in daemon/ or provider/ over MAX_FUNCTION_LINES lines.
+  4. No function in daemon/, provider/ or cm/ over MAX_FUNCTION_LINES lines.
   5. No two source files outside tests/ share a basename (a program's main.cc
      in its own folder excepted).
 Exceptions are listed here, each with its reason; an exception that no longer
@@ -64,6 +65,8 @@ def check_includes(root, files, errors):
                 errors.append(f"{path}:{n}: provider/ includes {inc}")
             if top == "daemon" and inc.startswith("provider/"):
                 errors.append(f"{path}:{n}: daemon/ includes {inc}")
+            if top == "cm" and inc.startswith(("daemon/", "provider/")):
+                errors.append(f"{path}:{n}: cm/ includes {inc}")
 
 
 def check_file_sizes(root, files, errors):
@@ -116,7 +119,7 @@ def functions(lines):
 def check_functions(root, files, errors):
     seen = set()
     for path in files:
-        if not path.startswith(("daemon/", "provider/")) or not path.endswith((".cc", ".c")):
+        if not path.startswith(("daemon/", "provider/", "cm/")) or not path.endswith((".cc", ".c")):
             continue
         for name, first, count in functions(read_lines(root, path)):
             key = f"{path}:{name}"
@@ -125,7 +128,7 @@ def check_functions(root, files, errors):
                     seen.add(key)
                 else:
                     errors.append(f"{path}:{first}: {name} is {count} lines "
-                                  f"(at most {MAX_FUNCTION_LINES} in daemon/ and provider/)")
+                                  f"(at most {MAX_FUNCTION_LINES} in daemon/, provider/ and cm/)")
     for key in set(LONG_FUNCTION_EXCEPTIONS) - seen:
         errors.append(f"{key}: listed as a long-function exception but is not over the limit")
 
