@@ -8,6 +8,8 @@
 // Threading: application threads. ibv_poll_cq holds the CQ's spin lock
 // (Cq::lock) while it reads the ring; ibv_start_poll takes it and
 // ibv_end_poll releases it, so the accessors in between read Cq::cur under it.
+// clean_cq removes a QP's completions when it is reset (as mlx5's provider
+// does): a reset QP's flushed work requests are not reported after the reset.
 #include <sched.h>
 
 #include <cerrno>
@@ -113,6 +115,16 @@ int poll_cq(ibv_cq* ibcq, int ne, ibv_wc* wc) {
   if (n == 0) return -after_empty_poll(cq, failed);
   cq->empty_polls = 0;
   return static_cast<int>(n);
+}
+
+void clean_cq(Cq* cq, uint32_t qp_num) {
+  pthread_spin_lock(&cq->lock);
+  cq->ring.Compact([qp_num](const uint8_t* e) {
+    burst_shm_cqe c;
+    memcpy(&c, e, sizeof(c));
+    return c.qp_num == qp_num;
+  });
+  pthread_spin_unlock(&cq->lock);
 }
 
 void init_cq_ex_ops(Cq* cq) {

@@ -189,6 +189,8 @@ int req_notify_cq(ibv_cq* cq, int solicited_only);
 // poll_cq.cc: reading completions from the CQ ring.
 int poll_cq(ibv_cq* cq, int ne, ibv_wc* wc);
 void init_cq_ex_ops(Cq* cq);
+// Drops every completion of QP qp_num not yet polled from cq (under its lock).
+void clean_cq(Cq* cq, uint32_t qp_num);
 
 // mr_ah_control.cc: memory regions and address handles through burstd.
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, size_t length, uint64_t hca_va, int access);

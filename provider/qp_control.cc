@@ -219,7 +219,16 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) w.max_rd_atomic = attr->max_rd_atomic;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   burst_ctl_empty_resp resp{};
-  return ctl_request(ctx, BURST_CTL_OP_MODIFY_QP, &req, &resp);
+  if (int e = ctl_request(ctx, BURST_CTL_OP_MODIFY_QP, &req, &resp); e != 0) return e;
+  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+    // A reset QP's completions (its flushed work requests) go away with it,
+    // as on mlx5: a QP reused after RESET reports only its new work.
+    if (ibqp->recv_cq != nullptr) clean_cq(to_cq(ibqp->recv_cq), ibqp->qp_num);
+    if (ibqp->send_cq != nullptr && ibqp->send_cq != ibqp->recv_cq) {
+      clean_cq(to_cq(ibqp->send_cq), ibqp->qp_num);
+    }
+  }
+  return 0;
 }
 
 int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* init_attr) {

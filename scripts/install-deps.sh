@@ -17,6 +17,7 @@ PKGS=(
   iproute2 util-linux procps ethtool      # network namespaces and veth pairs in tests
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
+  python3-pyverbs                         # rdma-core's own tests (it ships them) against burst0
   ucx-utils openmpi-bin netpipe-openmpi   # consumers over burst in tests: UCX, Open MPI + NetPIPE
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
   libcap-ng-dev                           # burstd drops capabilities after start-up

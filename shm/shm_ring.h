@@ -128,6 +128,26 @@ class RingConsumer {
     internal::StoreRelease(&ring_.hdr->consumer_index, cons_);  // read by producer
   }
 
+  // Removes, among the ready entries (all of them: Peek(capacity) first),
+  // those `drop(entry)` selects, keeping the others in order, and returns how
+  // many were removed. Only for a consumer that owns its ring's content (the
+  // provider cleaning its CQ of a QP's completions on reset, as mlx5 does):
+  // the kept entries move towards the producer index, the freed slots are
+  // released, and the producer never writes a ready entry, so this is safe
+  // while it runs.
+  template <class Drop>
+  uint32_t Compact(Drop drop) {
+    const uint32_t n = Peek(ring_.count);
+    uint32_t dst = n;  // one past the next slot to fill, counted from cons_
+    for (uint32_t i = n; i-- > 0;) {
+      uint8_t* e = ring_.slot(cons_ + i);
+      if (drop(static_cast<const uint8_t*>(e))) continue;
+      if (--dst != i) std::memcpy(ring_.slot(cons_ + dst), e, ring_.entry_size);
+    }
+    Release(dst);
+    return dst;
+  }
+
   RingFault fault() const { return fault_; }
   uint32_t index() const { return cons_; }
   uint32_t entry_size() const { return ring_.entry_size; }

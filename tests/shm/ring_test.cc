@@ -94,6 +94,29 @@ TEST(ShmRing, WrapAroundInOrder) {
   }
 }
 
+// Compact (the provider's CQ clean on QP reset): the dropped entries go, the
+// others stay in order, across the ring's wrap and the uint32 index wrap, and
+// the producer can fill the freed slots.
+TEST(ShmRing, CompactDropsSelectedEntriesInOrder) {
+  for (const uint32_t start : {0u, 5u, 0xfffffffcu}) {
+    TestRing r(RingGeometry{3, 64}, start);  // 8 entries
+    EXPECT_EQ(r.Push(8, 0), 8u);
+    const uint32_t removed = r.cons.Compact([](const uint8_t* e) {
+      uint32_t v;
+      std::memcpy(&v, e, sizeof(v));
+      return v % 3 == 0;  // 0, 3, 6
+    });
+    EXPECT_EQ(removed, 3u);
+    EXPECT_EQ(r.hdr()->consumer_index, start + 3);
+    EXPECT_EQ(r.Push(3, 8), 3u);
+    std::vector<uint32_t> got;
+    EXPECT_EQ(r.Pull(100, &got), 8u);
+    EXPECT_EQ(got, (std::vector<uint32_t>{1, 2, 4, 5, 7, 8, 9, 10}));
+    EXPECT_EQ(r.cons.Compact([](const uint8_t*) { return true; }), 0u);  // empty ring
+    EXPECT_EQ(r.cons.fault(), RingFault::kNone);
+  }
+}
+
 TEST(ShmRing, ConsumerFaultsOnProducerIndexMovingBackwards) {
   TestRing r(RingGeometry{3, 64});
   r.Push(6, 0);
