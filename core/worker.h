@@ -122,6 +122,7 @@ struct WorkerCounters {
   uint64_t handoff_full = 0;   // frames dropped: the owner's inbound ring was full (the
                                // transport recovers them like a loss on the wire)
   uint64_t looped = 0;         // built frames for the port's own MAC, delivered without the wire
+  uint64_t looped_mcast = 0;   // copies of built multicast frames for this port's member workers
   uint64_t loop_full = 0;      // of those, dropped: the owner's ring was full (recovered as a loss)
 };
 
@@ -301,6 +302,9 @@ class Worker {
     uint64_t pushed = 0;  // as in hand_over
     for (uint32_t i = 0; i < n; ++i) {
       if (std::memcmp(tx[i].data, own_mac_, sizeof(own_mac_)) != 0) {
+        // A multicast datagram also reaches this port's members, as an RNIC
+        // loops it to the QPs of its port attached to the group.
+        if ((tx[i].data[0] & 1) != 0) loop_to_mcast_members(tx[i], &pushed);
         tx[keep++] = tx[i];
         continue;
       }
@@ -321,6 +325,23 @@ class Worker {
       *room = looped < *room ? *room - looped : 0;
     }
     return keep;
+  }
+
+  // A multicast frame this worker built: a copy to every member worker's
+  // ring, its own ring (w, w) included (the frame itself goes on the wire).
+  void loop_to_mcast_members(const datapath::Frame& f, uint64_t* pushed) {
+    uint64_t m = handoff_->mcast_members();
+    while (m != 0) {
+      const uint32_t to = static_cast<uint32_t>(std::countr_zero(m));
+      m &= m - 1;
+      if (to >= handoff_->workers()) break;
+      if (handoff_->ring(index_, to).push(f.data, f.len)) {
+        ++counters_.looped_mcast;
+        if (to != index_) *pushed |= uint64_t{1} << (to < 63 ? to : 63);
+      } else {
+        ++counters_.loop_full;
+      }
+    }
   }
 
   // Wakes the owners in `pushed` (hand_over) if they sleep.

@@ -102,6 +102,7 @@ constexpr Field<L> kLoop[] = {{"worker.loops", &L::loops},
                               {"worker.handoff_in", &L::handoff_in},
                               {"worker.handoff_full", &L::handoff_full},
                               {"worker.looped", &L::looped},
+                              {"worker.looped_mcast", &L::looped_mcast},
                               {"worker.loop_full", &L::loop_full}};
 constexpr Field<WorkerStats> kWorker[] = {{"worker.idle_sleeps", &WorkerStats::idle_sleeps},
                                           {"worker.commands", &WorkerStats::commands}};

@@ -12,7 +12,9 @@
 #      link-local GID); A sends datagrams to the group (DQPN 0xFFFFFF): each QP
 #      receives one; burstd B joined the group on b0 (`ip maddr show dev b0`);
 #      after the QPs detach nothing reaches them (B counts the datagrams as
-#      rx_drop.mcast_unattached) and b0 left the group.
+#      rx_drop.mcast_unattached) and b0 left the group. Then a QP on B itself
+#      sends to a group B's QPs joined: burstd B loops it to them
+#      (worker.looped_mcast), as an RNIC loops multicast to its port's QPs.
 # Usage: ud_mcast_test.sh BURSTCTL BURSTD PROBE
 # Exit: 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
@@ -75,18 +77,23 @@ failhard() {
   echo "--- sender:"; cat "$TMP/send.out" 2>/dev/null
   fail "$*"
 }
-# mcast_round GROUP: 3 UD QPs on B attach to GROUP, A sends to it; then they detach.
+# mcast_round GROUP TAG [local]: 3 UD QPs on B attach to GROUP, A sends to it
+# (local: a QP on B itself sends: burstd B loops the datagram to its members, as
+# an RNIC does for the QPs of its port); then they detach.
 mcast_round() {
-  local group=$1 D=$TMP/sync-$2 before after
+  local group=$1 D=$TMP/sync-$2 local=${3:-} before after looped
+  local sns=$NA sdev=a0 ssock=$TMP/a.sock who=A
+  [[ -n $local ]] && { sns=$NB sdev=b0 ssock=$TMP/b.sock who="a QP on B itself"; }
   mkdir -p "$D"
   inB ip maddr show dev b0 | grep -qw "$group" && failhard "b0 is in $group before any attach"
-  log "3 UD QPs on B attached to $group, A sends to the group"
+  log "3 UD QPs on B attached to $group, $who sends to the group"
+  looped=$(counter "$TMP/b.sock" worker.looped_mcast)
   nsenter --net=/run/netns/"$NB" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev b0 \
     --socket "$TMP/b.sock" -- "${CMD_ENV[@]}" "$PROBE" recv "$group" 3 "$D" >"$TMP/recv.out" 2>&1 &
   RPID=$!
   BG_PIDS+=("$RPID")
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$PROBE" send "$group" "$D" >"$TMP/send.out" 2>&1 &
+  nsenter --net=/run/netns/"$sns" env TMPDIR="$TMP" timeout 120 "$BURSTCTL" run --netdev "$sdev" \
+    --socket "$ssock" -- "${CMD_ENV[@]}" "$PROBE" send "$group" "$D" >"$TMP/send.out" 2>&1 &
   SPID=$!
   BG_PIDS+=("$SPID")
   for _ in $(seq 600); do
@@ -109,6 +116,16 @@ mcast_round() {
     sleep 0.1
   done
   [[ -e $D/detached ]] || { touch "$D/stop"; failhard "the receiver did not detach"; }
+  if [[ -n $local ]]; then
+    after=$(counter "$TMP/b.sock" worker.looped_mcast)
+    ((after > looped)) || { touch "$D/stop"; failhard "burstd B looped no multicast datagram"; }
+    echo "worker.looped_mcast: $looped -> $after"
+    touch "$D/stop"
+    wait "$RPID" || failhard "receiver failed"
+    wait "$SPID" || failhard "sender failed"
+    cat "$TMP/recv.out" "$TMP/send.out" | grep -v "^ok: each"
+    return
+  fi
   before=$(counter "$TMP/b.sock" rx_drop.mcast_unattached)
   after=$before
   for _ in $(seq 200); do
@@ -129,4 +146,7 @@ mcast_round() {
 }
 mcast_round 239.1.2.3 v4
 mcast_round ff0e::1:2:3 v6
+inB ip route add 224.0.0.0/4 dev b0 2>/dev/null
+mcast_round 239.1.2.4 v4-local local
+mcast_round ff0e::1:2:4 v6-local local
 echo "PASS"
