@@ -277,16 +277,23 @@ class Worker {
   // A multicast frame: a copy for every other worker with a QP in some group
   // (their bits are added to *pushed, as in hand_over).
   void copy_to_mcast_members(const datapath::Frame& f, uint64_t* pushed) {
-    uint64_t m = handoff_->mcast_members() & ~(uint64_t{1} << index_);
-    while (m != 0) {
-      const uint32_t to = static_cast<uint32_t>(std::countr_zero(m));
-      m &= m - 1;
+    push_to_workers(f, handoff_->mcast_members() & ~(uint64_t{1} << index_), pushed,
+                    &counters_.handoff_out, &counters_.handoff_full);
+  }
+
+  // Copies f into the ring of each worker in `workers` (bit w), this one's
+  // own ring (w, w) included; counts each copy in *ok or *full.
+  void push_to_workers(const datapath::Frame& f, uint64_t workers, uint64_t* pushed, uint64_t* ok,
+                       uint64_t* full) {
+    while (workers != 0) {
+      const uint32_t to = static_cast<uint32_t>(std::countr_zero(workers));
+      workers &= workers - 1;
       if (to >= handoff_->workers()) break;
       if (handoff_->ring(index_, to).push(f.data, f.len)) {
-        ++counters_.handoff_out;
-        *pushed |= uint64_t{1} << (to < 63 ? to : 63);
+        ++*ok;
+        if (to != index_) *pushed |= uint64_t{1} << (to < 63 ? to : 63);
       } else {
-        ++counters_.handoff_full;
+        ++*full;
       }
     }
   }
@@ -330,18 +337,8 @@ class Worker {
   // A multicast frame this worker built: a copy to every member worker's
   // ring, its own ring (w, w) included (the frame itself goes on the wire).
   void loop_to_mcast_members(const datapath::Frame& f, uint64_t* pushed) {
-    uint64_t m = handoff_->mcast_members();
-    while (m != 0) {
-      const uint32_t to = static_cast<uint32_t>(std::countr_zero(m));
-      m &= m - 1;
-      if (to >= handoff_->workers()) break;
-      if (handoff_->ring(index_, to).push(f.data, f.len)) {
-        ++counters_.looped_mcast;
-        if (to != index_) *pushed |= uint64_t{1} << (to < 63 ? to : 63);
-      } else {
-        ++counters_.loop_full;
-      }
-    }
+    push_to_workers(f, handoff_->mcast_members(), pushed, &counters_.looped_mcast,
+                    &counters_.loop_full);
   }
 
   // Wakes the owners in `pushed` (hand_over) if they sleep.

@@ -19,6 +19,16 @@
 #   wait_for FILE PATTERN SECONDS      wait until PATTERN appears in FILE
 #   netns_cmd_env                      CMD_ENV: the prefix for commands that load the
 #                                      provider (sanitizer builds: ASan runtime first)
+#   netns_one_burstd PREFIX ADDR4 [ADDR6]
+#                                      one namespace $NS with a veth pair v0 <-> v1 inside
+#                                      (v0: ADDR4/24 [+ ADDR6/64]), both up; $TMP, BG_PIDS and
+#                                      the cleanup trap as netns_pair; CMD_ENV; burstd
+#                                      --backend loopback --netdev v0 on $SOCK, log
+#                                      $TMP/burstd.log, pid $BPID
+#   inns CMD... / brun CMD... / ctl ARGS...
+#                                      CMD in $NS; CMD under `burstctl run --netdev v0` on
+#                                      $SOCK (CMD_ENV first, a private TMPDIR, at most
+#                                      $BRUN_TIMEOUT s, default 60); burstctl on $SOCK
 #   netns_start_burstd NS SOCK LOG WHAT ARGS...
 #                                      $BURSTD ARGS --socket SOCK in NS (under
 #                                      $BURSTD_WRAP), output appended to LOG; BURSTD_PID,
@@ -28,7 +38,12 @@
 # are functions: `inA cmd &` forks a subshell and $! would not be the process).
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
+# fail also shows $NETNS_FAIL_LOG (netns_one_burstd sets it to burstd's log).
+fail() {
+  echo "FAIL: $*"
+  [[ -n ${NETNS_FAIL_LOG:-} && -f $NETNS_FAIL_LOG ]] && { echo "--- $NETNS_FAIL_LOG:"; cat "$NETNS_FAIL_LOG"; }
+  exit 1
+}
 log() { echo "--- $*"; }
 
 netns_require_root() {
@@ -74,8 +89,9 @@ netns_cleanup() {
   local p
   for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
   for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-  ip netns del "$NA" 2>/dev/null
-  ip netns del "$NB" 2>/dev/null
+  [[ -n ${NA:-} ]] && ip netns del "$NA" 2>/dev/null
+  [[ -n ${NB:-} ]] && ip netns del "$NB" 2>/dev/null
+  [[ -n ${NS:-} ]] && ip netns del "$NS" 2>/dev/null
   rm -rf "$TMP"
 }
 
@@ -134,3 +150,37 @@ netns_link_ab() {
     sleep 0.1
   done
 }
+
+netns_one_burstd() {
+  local i
+  NS=$1-$$
+  TMP=$(mktemp -d "/tmp/$1-test.XXXXXX")
+  BG_PIDS=()
+  trap netns_cleanup EXIT
+  trap 'echo "interrupted"; exit 1' INT TERM
+  ip netns add "$NS" || fail "cannot create network namespace $NS"
+  ip link add v0 netns "$NS" type veth peer name v1 netns "$NS" || fail "cannot create veth pair"
+  inns ip link set lo up
+  inns ip addr add "$2/24" dev v0
+  [[ -n ${3:-} ]] && inns ip addr add "$3/64" dev v0 nodad
+  inns ip link set v0 up
+  inns ip link set v1 up
+  for ((i = 0; i < 50; i++)); do
+    inns ip link show v0 | grep -q 'LOWER_UP' && break
+    sleep 0.1
+  done
+  netns_cmd_env
+  SOCK=$TMP/burstd.sock
+  mkdir -p "$TMP/tmpdir"
+  # The loopback backend: the port hears its own frames; no XDP needed.
+  NETNS_FAIL_LOG=$TMP/burstd.log
+  netns_start_burstd "$NS" "$SOCK" "$TMP/burstd.log" "" --backend loopback --netdev v0
+  BPID=$BURSTD_PID
+}
+
+inns() { nsenter --net=/run/netns/"$NS" "$@"; }
+brun() {
+  inns env TMPDIR="$TMP/tmpdir" timeout "${BRUN_TIMEOUT:-60}" "$BURSTCTL" run --netdev v0 \
+    --socket "$SOCK" -- "${CMD_ENV[@]}" "$@"
+}
+ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }

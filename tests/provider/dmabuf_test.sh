@@ -16,69 +16,15 @@ BURSTCTL=${1:?usage: dmabuf_test.sh BURSTCTL BURSTD DMABUF_PROBE}
 BURSTD=${2:?}
 PROBE=${3:?}
 
-skip() { echo "SKIP: $*"; exit 77; }
-fail() {
-  echo "FAIL: $*"
-  [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
-  exit 1
-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"  # netns_one_burstd, brun, ctl; fail shows the burstd log
+netns_require_root "network namespace, veth"
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
+netns_require_libibverbs
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth)"
-for c in ip nsenter timeout; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
-done
-ldconfig -p | grep 'libibverbs\.so\.1 ' >/dev/null || skip "libibverbs missing (apt-get install libibverbs1)"
-[[ -d /sys/class/infiniband ]] &&
-  skip "this kernel has RDMA support: libibverbs lists devices over netlink and ignores SYSFS_PATH"
-for b in "$BURSTCTL" "$BURSTD" "$PROBE"; do [[ -x $b ]] || fail "$b not built"; done
-
-NS=burst-dmabuf-$$
-TMP=$(mktemp -d /tmp/burst-dmabuf-test.XXXXXX)
-BPID=
-cleanup() {
-  if [[ -n $BPID ]]; then
-    kill -9 "$BPID" 2>/dev/null
-    wait "$BPID" 2>/dev/null
-  fi
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-CMD_ENV=()
-if [[ -n ${BURST_TEST_PRELOAD:-} ]]; then
-  CMD_ENV=(sh -c 'LD_PRELOAD="$BURST_TEST_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}" \
-    ASAN_OPTIONS=detect_leaks=0 exec "$@"' sh)
-fi
-SOCK=$TMP/burstd.sock
-mkdir -p "$TMP/tmpdir"
-brun() {
-  inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$SOCK" -- \
-    "${CMD_ENV[@]}" "$@"
-}
-ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }
-
-ip netns add "$NS" || fail "cannot create network namespace"
-ip link add v0 netns "$NS" type veth peer name v1 netns "$NS" || fail "cannot create veth pair"
-inns ip link set lo up
-inns ip addr add 10.47.0.1/24 dev v0
-inns ip link set v0 up
-inns ip link set v1 up
-for _ in $(seq 50); do
-  inns ip link show v0 | grep -q 'LOWER_UP' && break
-  sleep 0.1
-done
-
-nsenter --net=/run/netns/"$NS" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
-  >"$TMP/burstd.log" 2>&1 &
-BPID=$!
-for _ in $(seq 100); do
-  [[ -S $SOCK ]] && ctl status >/dev/null 2>&1 && break
-  sleep 0.1
-done
-ctl status >/dev/null 2>&1 || fail "burstd did not come up"
+netns_one_burstd burst-dmabuf 10.47.0.1
 
 VGEM=()
 compgen -G '/dev/dri/card*' >/dev/null && VGEM=(--vgem)

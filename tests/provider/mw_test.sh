@@ -12,69 +12,19 @@
 # Exit: 0 pass, 1 fail, 77 skipped (not root, libibverbs missing, kernel with RDMA).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
+source "$HERE/../netns/lib.sh"  # netns_one_burstd, brun, ctl; fail shows the burstd log
 
 BURSTCTL=${1:?usage: mw_test.sh BURSTCTL BURSTD MW_PROBE}
 BURSTD=${2:?}
 PROBE=${3:?}
 
-fail() {
-  echo "FAIL: $*"
-  [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
-  exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth)"
-for c in ip nsenter timeout; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
-done
+netns_require_root "network namespace, veth"
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
 netns_require_libibverbs
 netns_require_sysfs_path
 netns_require_built "$BURSTCTL" "$BURSTD" "$PROBE"
 
-NS=burst-mw-$$
-TMP=$(mktemp -d /tmp/burst-mw-test.XXXXXX)
-BPID=
-cleanup() {
-  if [[ -n $BPID ]]; then
-    kill -9 "$BPID" 2>/dev/null
-    wait "$BPID" 2>/dev/null
-  fi
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-netns_cmd_env
-SOCK=$TMP/burstd.sock
-mkdir -p "$TMP/tmpdir"
-brun() {
-  inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$SOCK" -- \
-    "${CMD_ENV[@]}" "$@"
-}
-ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }
-
-ip netns add "$NS" || fail "cannot create network namespace"
-ip link add v0 netns "$NS" type veth peer name v1 netns "$NS" || fail "cannot create veth pair"
-inns ip link set lo up
-inns ip addr add 10.46.0.1/24 dev v0
-inns ip link set v0 up
-inns ip link set v1 up
-for _ in $(seq 50); do
-  inns ip link show v0 | grep -q 'LOWER_UP' && break
-  sleep 0.1
-done
-
-nsenter --net=/run/netns/"$NS" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
-  >"$TMP/burstd.log" 2>&1 &
-BPID=$!
-for _ in $(seq 100); do
-  [[ -S $SOCK ]] && ctl status >/dev/null 2>&1 && break
-  sleep 0.1
-done
-ctl status >/dev/null 2>&1 || fail "burstd did not come up"
+netns_one_burstd burst-mw 10.46.0.1
 
 echo "--- verbs_mw_probe"
 brun "$PROBE" >"$TMP/probe" 2>&1

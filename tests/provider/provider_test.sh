@@ -26,7 +26,7 @@
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/../netns/lib.sh"  # skip, log, netns_cmd_env (fail below adds the burstd log)
+source "$HERE/../netns/lib.sh"  # netns_one_burstd, brun, ctl; fail shows the burstd log
 
 BURSTCTL=${1:?usage: provider_test.sh BURSTCTL VERBS_PROBE}
 PROBE=${2:?usage: provider_test.sh BURSTCTL VERBS_PROBE BURSTD CTL_PROBE CTL_TEST_CLIENT}
@@ -36,76 +36,17 @@ CLIENT=${5:?}
 CHANNEL_PROBE=${6:-}
 QP_EX_PROBE=${7:-}
 
-fail() {
-  echo "FAIL: $*"
-  [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }
-  exit 1
-}
-
-[[ $(id -u) -eq 0 ]] || skip "needs root (network namespace, veth, /dev/infiniband node)"
-for c in ip nsenter timeout; do
-  command -v "$c" >/dev/null || skip "missing tool '$c' (apt-get install iproute2 util-linux coreutils)"
-done
-for c in ibv_devices ibv_devinfo ibv_rc_pingpong; do
-  command -v "$c" >/dev/null || skip "missing rdma-core tool '$c' (apt-get install ibverbs-utils)"
-done
+netns_require_root "network namespace, veth, /dev/infiniband node"
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
+netns_require_tools "ibverbs-utils" ibv_devices ibv_devinfo ibv_rc_pingpong
 netns_require_libibverbs
 netns_require_sysfs_path
-[[ -x $BURSTCTL ]] || fail "burstctl not found at $BURSTCTL"
-[[ -x $PROBE ]] || fail "verbs probe not found at $PROBE"
-for b in "$BURSTD" "$CTL_PROBE" "$CLIENT" ${CHANNEL_PROBE:+"$CHANNEL_PROBE"} ${QP_EX_PROBE:+"$QP_EX_PROBE"}; do [[ -x $b ]] || fail "$b not built"; done
+netns_require_built "$BURSTCTL" "$PROBE" "$BURSTD" "$CTL_PROBE" "$CLIENT" \
+  ${CHANNEL_PROBE:+"$CHANNEL_PROBE"} ${QP_EX_PROBE:+"$QP_EX_PROBE"}
 
-NS=burst-provider-$$
-TMP=$(mktemp -d /tmp/burst-provider-test.XXXXXX)
-BPID=
-cleanup() {
-  if [[ -n $BPID ]]; then
-    kill -9 "$BPID" 2>/dev/null
-    wait "$BPID" 2>/dev/null
-  fi
-  ip netns del "$NS" 2>/dev/null
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "interrupted"; exit 1' INT TERM
-
-inns() { nsenter --net=/run/netns/"$NS" "$@"; }
-# Sanitizer builds: the instrumented provider needs the ASan runtime preloaded.
-netns_cmd_env
 # Every burstctl run gets a private TMPDIR, so a leaked tree would show.
-SOCK=$TMP/burstd.sock
-brun() {
-  inns env TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" run --netdev v0 --socket "$SOCK" -- \
-    "${CMD_ENV[@]}" "$@"
-}
-ctl() { timeout 20 "$BURSTCTL" --socket "$SOCK" "$@"; }
+netns_one_burstd burst-provider 10.44.0.1 fd44::1
 json() { "$CLIENT" json-get "$1"; }  # stdin: JSON
-mkdir -p "$TMP/tmpdir"
-
-ip netns add "$NS" || fail "cannot create network namespace"
-ip link add v0 netns "$NS" type veth peer name v1 netns "$NS" || fail "cannot create veth pair"
-inns ip link set lo up
-inns ip addr add 10.44.0.1/24 dev v0
-inns ip addr add fd44::1/64 dev v0 nodad
-inns ip link set v0 up
-inns ip link set v1 up
-for _ in $(seq 50); do
-  [[ $(inns cat /sys/class/net/v0/operstate 2>/dev/null) == up ]] && break
-  inns ip link show v0 | grep -q 'LOWER_UP' && break
-  sleep 0.1
-done
-
-# burstd on the veth (loopback backend: the port hears its own frames; no XDP needed).
-# nsenter directly (it execs without forking for --net): $! must be burstd
-# itself, not a subshell, or the cleanup's kill would leave burstd running.
-nsenter --net=/run/netns/"$NS" "$BURSTD" --backend loopback --netdev v0 --socket "$SOCK" \
-  >"$TMP/burstd.log" 2>&1 &
-BPID=$!
-for _ in $(seq 100); do
-  [[ -S $SOCK ]] && ctl status >/dev/null 2>&1 && break
-  sleep 0.1
-done
-ctl status >/dev/null 2>&1 || fail "burstd did not come up"
 
 # check NAME FILE REGEX: FILE must contain a line matching REGEX (grep -E).
 check() {
