@@ -177,7 +177,7 @@ int IbCm::send_req(CmHandle handle, const CmReqParams& p) {
   c->local_qpn = p.qpn;
   c->max_cm_retries = p.max_cm_retries & 0x0F;
   c->peer_timeout_ns = response_period_ns(p.remote_cm_response_timeout, p.path.packet_life_time);
-  c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, p.path.packet_life_time));
+  c->timewait_ns = timewait_period_ns(p.local_cm_response_timeout, p.path.packet_life_time);
   c->tid = impl_->own_tid(*c);
   Mad m = impl_->build_req(c, p);
   c->state = CmState::kReqSent;

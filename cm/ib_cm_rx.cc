@@ -178,7 +178,7 @@ void IbCm::Impl::rx_req(const Mad& mad, const MadHeader& h) {
   c->tid = h.tid;
   c->max_cm_retries = r.max_cm_retries;
   c->peer_timeout_ns = response_period_ns(r.local_cm_response_timeout, c->path.packet_life_time);
-  c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, c->path.packet_life_time));
+  c->timewait_ns = timewait_period_ns(r.remote_cm_response_timeout, c->path.packet_life_time);
   insert_remote(c);
   CmEvent ev;
   ev.type = CmEventType::kReqReceived;

@@ -28,7 +28,7 @@ void IbCm::Impl::start_retry(Conn* c, const Mad& m, uint64_t period_ns, uint8_t 
 // the time a packet of it may still be in flight.
 void IbCm::Impl::enter_timewait(Conn* c) {
   c->state = CmState::kTimewait;
-  if (c->timewait_ns == 0) c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, 0));
+  if (c->timewait_ns == 0) c->timewait_ns = timewait_period_ns(20, 0);
   arm(c, host.now_ns() + c->timewait_ns);
 }
 

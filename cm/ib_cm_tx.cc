@@ -36,6 +36,11 @@ uint64_t response_period_ns(uint8_t response_timeout, uint8_t packet_life_time) 
   return iba_time_ns(response_timeout) + 2 * iba_time_ns(packet_life_time);
 }
 
+uint64_t timewait_period_ns(uint8_t our_response_timeout, uint8_t packet_life_time) {
+  return iba_time_ns(cm_ack_timeout(kCaAckDelay, packet_life_time)) +
+         2 * response_period_ns(our_response_timeout, packet_life_time);
+}
+
 // As cm_form_tid: the agent's half, then the local ID's bytes as the kernel
 // (little-endian) reads its __be32 into a u64.
 uint64_t IbCm::Impl::own_tid(const Conn& c) const {
