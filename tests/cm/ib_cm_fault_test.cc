@@ -110,6 +110,10 @@ TEST(IbCmFault, ForgedRejAndDreqAreIgnored) {
   rej.local_comm_id = b_id + 1;  // wrong peer ID
   rej.remote_comm_id = a_id;
   inject(*p.a, p.b->gid, [&](uint8_t* b) { encode_rej(h, rej, b); });
+  rej.local_comm_id = 0;  // "of the REQ", but this connection has no REQ pending
+  rej.message_rejected = CmMsgKind::kReq;
+  inject(*p.a, p.b->gid, [&](uint8_t* b) { encode_rej(h, rej, b); });
+  rej.message_rejected = CmMsgKind::kOther;
   rej.local_comm_id = b_id;  // right IDs, wrong GID
   Gid evil = p.b->gid;
   evil[15] = 66;
@@ -123,7 +127,7 @@ TEST(IbCmFault, ForgedRejAndDreqAreIgnored) {
   dreq.remote_comm_id = a_id;
   dreq.remote_qpn = 0x999;  // wrong QPN
   inject(*p.a, p.b->gid, [&](uint8_t* b) { encode_dreq(h, dreq, b); });
-  EXPECT_EQ(p.a->cm.counters().dropped_no_match, 4u);
+  EXPECT_EQ(p.a->cm.counters().dropped_no_match, 5u);
   EXPECT_EQ(p.a->count(CmEventType::kRejReceived), 0);
   EXPECT_EQ(p.a->count(CmEventType::kDreqReceived), 0);
   EXPECT_EQ(p.sent_of(0, CmAttr::kDrep), 0);  // no DREP for a forged DREQ
@@ -131,6 +135,76 @@ TEST(IbCmFault, ForgedRejAndDreqAreIgnored) {
   ASSERT_EQ(p.a->cm.send_dreq(a, nullptr, 0), 0);
   p.settle();
   EXPECT_EQ(p.a->count(CmEventType::kDrepReceived), 1);
+}
+
+TEST(IbCmFault, LostRejIsSentAgainForTheRetransmittedReq) {
+  CmPair p;
+  p.drop_first[{1, static_cast<uint16_t>(CmAttr::kRej)}] = 1;
+  p.b->on_event = [](Side& s, CmHandle h, const CmEvent& e) {
+    if (e.type != CmEventType::kReqReceived) return;
+    s.cm.send_rej(h, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
+    s.cm.destroy_id(h);
+  };
+  CmHandle a = p.connect();
+  p.settle();
+  EXPECT_EQ(p.a->count(CmEventType::kRejReceived), 1);
+  EXPECT_EQ(p.a->count(CmEventType::kReqError), 0);
+  EXPECT_EQ(p.b->count(CmEventType::kReqReceived), 2);  // as the kernel: a new REQ to reject again
+  EXPECT_EQ(p.b->cm.id_count(), 1u);
+  p.a->cm.destroy_id(a);
+}
+
+TEST(IbCmFault, LostMraIsSentAgain) {
+  CmPair p;
+  CmHandle pending = kNoCmHandle;
+  p.drop_first[{1, static_cast<uint16_t>(CmAttr::kMra)}] = 1;
+  p.b->on_event = [&](Side& s, CmHandle h, const CmEvent& e) {
+    if (e.type != CmEventType::kReqReceived) return;
+    pending = h;
+    s.cm.send_mra(h, 24, nullptr, 0);
+  };
+  CmHandle a = p.connect();
+  EXPECT_EQ(p.a->count(CmEventType::kMraReceived), 0);
+  p.settle(p.clock_ns + 10ull * 1000 * 1000 * 1000);  // the REQ's first retry
+  EXPECT_EQ(p.a->count(CmEventType::kMraReceived), 1);
+  EXPECT_EQ(p.sent_of(1, CmAttr::kMra), 2);
+  p.b->on_event = nullptr;
+  CmRepParams rep;
+  rep.qpn = 0x22;
+  ASSERT_EQ(p.b->cm.send_rep(pending, rep), 0);
+  p.settle(p.clock_ns + 1);
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  p.a->cm.destroy_id(a);
+}
+
+TEST(IbCmFault, LostSidrRepIsAnsweredAgain) {
+  CmPair p;
+  CmHandle l = p.b->cm.create_id(0);
+  p.b->cm.listen(l, kPsUdpService, 0);
+  p.drop_first[{1, static_cast<uint16_t>(CmAttr::kSidrRep)}] = 1;
+  CmHandle a = p.a->cm.create_id(0);
+  CmSidrReqParams r;
+  r.path.dgid = p.b->gid;
+  r.service_id = kPsUdpService;
+  ASSERT_EQ(p.a->cm.send_sidr_req(a, r), 0);
+  p.settle();
+  EXPECT_EQ(p.a->count(CmEventType::kSidrRepReceived), 1);
+  EXPECT_EQ(p.a->count(CmEventType::kSidrReqError), 0);
+  EXPECT_EQ(p.a->cm.counters().retransmits, 1u);
+}
+
+TEST(IbCmFault, DestroyWhileReqPendingTellsThePeer) {
+  CmPair p;
+  p.b->auto_answer = false;
+  CmHandle a = p.connect();
+  ASSERT_EQ(p.b->count(CmEventType::kReqReceived), 1);
+  p.a->cm.destroy_id(a);  // REJ timeout, our CA GUID as ARI (cm_destroy_id)
+  p.settle(p.clock_ns + 1);
+  ASSERT_EQ(p.b->count(CmEventType::kRejReceived), 1);
+  EXPECT_EQ(p.b->last(CmEventType::kRejReceived)->rej_reason, RejReason::kTimeout);
+  EXPECT_EQ(p.b->last(CmEventType::kRejReceived)->ari_len, 8);
+  EXPECT_EQ(p.a->cm.id_count(), 0u);
+  EXPECT_EQ(p.a->cm.next_deadline(), UINT64_MAX);
 }
 
 TEST(IbCmFault, StaleConnectionRejected) {
