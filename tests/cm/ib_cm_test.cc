@@ -4,6 +4,8 @@
 // Time is the pair's fake clock: no test depends on how fast it runs.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cm/ib_cm_impl.h"
 #include "tests/cm/cm_pair.h"
 
@@ -110,6 +112,64 @@ TEST(IbCm, RejectByUser) {
   EXPECT_EQ(p.a->count(CmEventType::kReqError), 0);
   p.a->cm.destroy_id(a);
   EXPECT_EQ(p.a->cm.id_count(), 0u);
+}
+
+TEST(IbCm, ActiveSideRejectsTheRep) {
+  CmPair p;
+  p.a->on_event = [](Side& s, CmHandle h, const CmEvent& e) {
+    if (e.type == CmEventType::kRepReceived)
+      s.cm.send_rej(h, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
+  };
+  CmHandle a = p.connect();
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  RejMsg rej;
+  decode_rej(p.sent.back().mad.bytes.data(), &rej);
+  EXPECT_EQ(rej.message_rejected, CmMsgKind::kRep);
+  ASSERT_EQ(p.b->count(CmEventType::kRejReceived), 1);  // REJ the other way
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 0);
+  p.settle();
+  EXPECT_EQ(p.b->count(CmEventType::kRepError), 0);  // no REP retries after the REJ
+  EXPECT_EQ(p.a->count(CmEventType::kTimewaitExit), 0);  // REP_RCVD -> REJ: idle (cm_send_rej_locked)
+  EXPECT_EQ(p.a->cm.next_deadline(), UINT64_MAX);
+  EXPECT_EQ(p.b->cm.next_deadline(), UINT64_MAX);
+  p.a->cm.destroy_id(a);
+  p.b->cm.destroy_id(b);
+  EXPECT_EQ(p.a->cm.id_count(), 0u);
+  EXPECT_EQ(p.b->cm.id_count(), 1u);
+}
+
+TEST(IbCm, CommIdsOfATimewaitAreNotReused) {
+  CmPair p;
+  CmHandle a = p.connect();
+  ReqMsg first;
+  decode_req(p.sent[0].mad.bytes.data(), &first);
+  ASSERT_EQ(p.a->cm.send_dreq(a, nullptr, 0), 0);
+  p.settle(p.clock_ns + 1);
+  p.a->cm.destroy_id(a);  // in timewait
+  ASSERT_EQ(p.a->cm.id_count(), 1u);
+  p.cut = true;
+  std::set<uint32_t> ids{first.local_comm_id};
+  for (int i = 0; i < 200; ++i) {
+    CmHandle h = p.a->cm.create_id(0);
+    ASSERT_NE(h, kNoCmHandle);
+    ASSERT_EQ(p.a->cm.send_req(h, p.req_params(*p.a, *p.b)), 0);
+    ReqMsg r;
+    decode_req(p.sent.back().mad.bytes.data(), &r);
+    EXPECT_NE(r.local_comm_id, 0u);
+    EXPECT_TRUE(ids.insert(r.local_comm_id).second) << "comm ID reused: " << r.local_comm_id;
+    p.a->cm.destroy_id(h);  // REJ timeout goes out, the ID is free again
+  }
+  // Another seed gives other IDs (they are random, as the kernel's).
+  CmPair q;
+  CmHandle h = q.a->cm.create_id(0);
+  IbCm other(*q.a, 0x1, 0x9999);
+  CmHandle h2 = other.create_id(0);
+  q.a->cm.send_req(h, q.req_params(*q.a, *q.b));
+  other.send_req(h2, q.req_params(*q.a, *q.b));
+  ReqMsg r1, r2;
+  decode_req(q.sent[0].mad.bytes.data(), &r1);
+  decode_req(q.sent[1].mad.bytes.data(), &r2);
+  EXPECT_NE(r1.local_comm_id, r2.local_comm_id);
 }
 
 TEST(IbCm, DreqCrossingDreq) {
