@@ -111,6 +111,7 @@ struct IbCm::Impl {
   MadPeer peer_of(const Conn& c) const;
   void send(const Mad& m);
   Mad make(const MadPeer& peer) const;
+  MadPeer reply_to(const MadPeer& src) const;
   Mad build_req(Conn* c, const CmReqParams& p);
   Mad build_rep(const Conn& c, const CmRepParams& p);
   Mad build_rtu_drep(const Conn& c, CmAttr attr, const uint8_t* pd, uint8_t len);

@@ -65,6 +65,15 @@ Mad IbCm::Impl::make(const MadPeer& peer) const {
   return m;
 }
 
+// Where a reply to a MAD without a connection goes: its source, with a fresh
+// hop limit (the received one is what was left of the sender's).
+MadPeer IbCm::Impl::reply_to(const MadPeer& src) const {
+  MadPeer p = src;
+  p.remote_qpn = kGsiQpn;
+  p.hop_limit = CmPath{}.hop_limit;
+  return p;
+}
+
 void IbCm::Impl::send(const Mad& m) {
   if (host.send_mad(m)) ++counters.mads_sent;
 }
@@ -189,7 +198,7 @@ void IbCm::Impl::reject_unconnected(const Mad& req, const ReqMsg& r, uint64_t ti
   m.remote_comm_id = r.local_comm_id;
   m.message_rejected = CmMsgKind::kReq;
   m.reason = static_cast<uint16_t>(reason);
-  Mad mad = make(req.peer);
+  Mad mad = make(reply_to(req.peer));
   encode_rej(header(CmAttr::kRej, tid), m, mad.bytes.data());
   send(mad);
 }
@@ -200,7 +209,7 @@ void IbCm::Impl::answer_sidr(const Mad& req, const SidrReqMsg& r, uint64_t tid,
   m.request_id = r.request_id;
   m.status = static_cast<uint8_t>(status);
   m.service_id = r.service_id;
-  Mad mad = make(req.peer);
+  Mad mad = make(reply_to(req.peer));
   encode_sidr_rep(header(CmAttr::kSidrRep, tid), m, mad.bytes.data());
   send(mad);
 }
