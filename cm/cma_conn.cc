@@ -149,8 +149,7 @@ Id* Cma::Impl::find_listener(uint64_t sid, const sockaddr_storage& local) {
 }
 
 void Cma::Impl::refuse_request(CmHandle handle) {
-  ib.send_rej(handle, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
-  ib.destroy_id(handle);
+  ib.destroy_id(handle);  // a REJ, consumer defined, as cm_destroy_id after a handler error
 }
 
 Id* Cma::Impl::new_conn_id(Id* listener, CmHandle handle, const sockaddr_storage& local,
