@@ -6,6 +6,7 @@ if(TARGET burst_cma AND TARGET burst_cm)
   add_executable(cma_tests
     ${CMAKE_CURRENT_LIST_DIR}/cma_conn_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cma_ud_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cma_cmd_test.cc
   )
   target_compile_definitions(cma_tests PRIVATE
     BURST_RXE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures/rxe")
