@@ -164,6 +164,31 @@ TEST_F(CmdTest, PortSpaces) {
   EXPECT_LE(port, 60999);
 }
 
+// An IPv4 bind is AF-only; an IPv6 any-address also covers IPv4 unless AFONLY.
+TEST_F(CmdTest, AfOnlyDecidesWhetherV4AndV6AnyShareAPort) {
+  uint32_t v4id = create_id(server(), kServerCh, 1), v6id = create_id(server(), kServerCh, 2);
+  ASSERT_EQ(bind_addr(server(), kServerCh, v4id, v4("0.0.0.0", 7174)), 0);
+  rdma_ucm_bind b{};
+  b.id = v6id;
+  b.addr_size = sizeof(sockaddr_in6);
+  sockaddr_in6 any6{};
+  any6.sin6_family = AF_INET6;
+  any6.sin6_port = htons(7174);
+  std::memcpy(&b.addr, &any6, sizeof(any6));
+  EXPECT_EQ(ucma(server(), kServerCh, RDMA_USER_CM_CMD_BIND, b), -EADDRNOTAVAIL);
+  struct {
+    rdma_ucm_set_option cmd;
+    int value;
+  } req{};
+  req.cmd.id = v6id;
+  req.cmd.level = RDMA_OPTION_ID;
+  req.cmd.optname = RDMA_OPTION_ID_AFONLY;
+  req.cmd.optlen = sizeof(int);
+  req.value = 1;
+  ASSERT_EQ(server().command(kServerCh, RDMA_USER_CM_CMD_SET_OPTION, &req, sizeof(req), nullptr, 0), 0);
+  EXPECT_EQ(ucma(server(), kServerCh, RDMA_USER_CM_CMD_BIND, b), 0);
+}
+
 TEST_F(CmdTest, ReuseAddrLetsTwoIdsShareAPort) {
   uint32_t a = create_id(server(), kServerCh, 1), b = create_id(server(), kServerCh, 2);
   rdma_ucm_set_option opt{};

@@ -116,6 +116,17 @@ TEST_F(RcTest, RpingConnectRequestCarriesTheRequest) {
   EXPECT_EQ(ntohs(src->sin_port), 7174);
   EXPECT_EQ(dst->sin_addr.s_addr, w.b->ip.sin_addr.s_addr);
   EXPECT_GE(ntohs(dst->sin_port), 32768);
+
+  // Its path is the REQ's (cma_ib_new_conn_id), seen from this side.
+  alignas(8) uint8_t path[sizeof(rdma_ucm_query_path_resp) + 6 * sizeof(ib_path_rec_data)] = {};
+  ASSERT_EQ(query(server(), kServerCh, req->id, RDMA_USER_CM_QUERY_PATH, path, sizeof(path)),
+            static_cast<int>(sizeof(rdma_ucm_query_path_resp) + sizeof(ib_path_rec_data)));
+  const uint8_t* rec = path + sizeof(rdma_ucm_query_path_resp) + 8;
+  EXPECT_EQ(std::memcmp(rec + 8, w.b->gid.data(), 16), 0);   // DGID: the client
+  EXPECT_EQ(std::memcmp(rec + 24, w.a->gid.data(), 16), 0);  // SGID: us
+  EXPECT_EQ(rec[40], 0);                                     // not a resolved route
+  EXPECT_EQ(rec[54] & 0x3F, 3);
+  EXPECT_EQ(rec[56] & 0x3F, 18);  // the REQ's ACK timeout 19, less one
 }
 
 TEST_F(RcTest, RpingQpAttributesMatchAcrossTheConnection) {
@@ -312,14 +323,22 @@ TEST_F(RcTest, DestroyWithUnreportedEventsCountsOnlyReportedOnes) {
   EXPECT_FALSE(get_event(client(), kClientCh));
 }
 
-TEST_F(RcTest, UnknownDestinationIsAddrError) {
+// No route: RESOLVE_ADDR fails at once (rdma_resolve_ip); a neighbour that
+// never answers: ADDR_ERROR with -ETIMEDOUT. Either way the id stays bound.
+TEST_F(RcTest, UnreachableDestinations) {
   uint32_t id = create_id(client(), kClientCh, 0x2000);
-  ASSERT_EQ(resolve_addr(client(), kClientCh, id, v4("10.99.0.99", 7174)), 0);
+  EXPECT_EQ(resolve_addr(client(), kClientCh, id, v4("10.99.0.99", 7174)), -EHOSTUNREACH);
+  EXPECT_FALSE(get_event(client(), kClientCh));
+  ASSERT_EQ(resolve_addr(client(), kClientCh, id, v4("10.99.0.98", 7174)), 0);
   auto ev = get_event(client(), kClientCh);
   ASSERT_TRUE(ev);
   EXPECT_EQ(ev->event, kEvAddrError);
-  EXPECT_EQ(static_cast<int32_t>(ev->status), -EHOSTUNREACH);
+  EXPECT_EQ(static_cast<int32_t>(ev->status), -ETIMEDOUT);
   EXPECT_EQ(resolve_route(client(), kClientCh, id), -EINVAL);
+  ASSERT_EQ(resolve_addr(client(), kClientCh, id, v4("10.99.0.11", 7174)), 0);  // again
+  ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvAddrResolved);
 }
 
 }  // namespace
