@@ -216,6 +216,40 @@ TEST_F(RcTest, RpingDisconnectAndTimewait) {
   EXPECT_EQ(w.b->ib->id_count(), 0u);
 }
 
+// Client and server on one burstd: one Cma holds both ends.
+TEST_F(RcTest, BothEndsOnOneHost) {
+  constexpr ChannelId kLocalCh = 5;
+  server().open_channel(kLocalCh, kClientClient);
+  w.a->qps[kClientClient][kClientQpn] = 2;
+  listen_on(7174);
+  uint32_t cid = create_id(server(), kLocalCh, 0x2000);
+  ASSERT_EQ(resolve_addr(server(), kLocalCh, cid, v4("10.99.0.11", 7174)), 0);
+  ASSERT_EQ(resolve_route(server(), kLocalCh, cid), 0);
+  while (get_event(server(), kLocalCh)) {
+  }
+  ASSERT_EQ(connect(server(), kLocalCh, cid, conn_param(kClientQpn)), 0);
+  w.pump();
+  auto req = get_event(server(), kServerCh);
+  ASSERT_TRUE(req);
+  auto p = conn_param(kServerQpn);
+  ASSERT_EQ(accept(server(), kServerCh, req->id, 0x3000, &p), 0);
+  w.pump();
+  auto resp = get_event(server(), kLocalCh);
+  ASSERT_TRUE(resp);
+  EXPECT_EQ(resp->event, kEvConnectResponse);
+  ASSERT_EQ(accept(server(), kLocalCh, cid, 0, nullptr), 0);
+  w.pump();
+  auto est = get_event(server(), kServerCh);
+  ASSERT_TRUE(est);
+  EXPECT_EQ(est->event, kEvEstablished);
+  ASSERT_EQ(disconnect(server(), kLocalCh, cid), 0);
+  w.pump();
+  auto d = get_event(server(), kServerCh);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->event, kEvDisconnected);
+  EXPECT_EQ(w.b->ib->counters().mads_received, 0u);  // nothing reached the other host
+}
+
 TEST_F(RcTest, RejectCarriesReasonAndPrivateData) {
   listen_on(7174);
   uint32_t cid = resolve(7174);

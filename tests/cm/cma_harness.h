@@ -86,11 +86,12 @@ struct World {
         while (!s->outbox.empty()) {
           Mad m = s->outbox.front();
           s->outbox.pop_front();
+          Side* to = m.peer.gid == s->gid ? s : other(s);  // one host: to itself
           m.peer.gid = s->gid;  // receive side: the frame's source
           m.peer.mac = s->mac;
           m.peer.remote_qpn = kGsiQpn;
           m.peer.sgid_index = 1;
-          other(s)->ib->receive(m);
+          to->ib->receive(m);
           moved = true;
         }
       }
