@@ -104,6 +104,7 @@ uint32_t Cma::Impl::destroy(Id* id) {
     id->cm = kNoCmHandle;
   }
   release_port(id);
+  drop_mcasts(id);
   drop_events(id);  // and the new ids of unreported connection requests
   uint32_t reported = id->events_reported;
   counters.ids_destroyed++;

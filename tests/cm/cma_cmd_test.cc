@@ -304,7 +304,7 @@ TEST_F(CmdTest, GarbageFromOneApplicationAffectsNoOther) {
   Cma& c = client();
   EXPECT_EQ(c.command(kOtherCh, 99, junk, 8, junk, 8), -ENOSYS);
   EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_GET_OPTION, junk, 64, junk, 64), -ENOSYS);
-  EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_JOIN_MCAST, junk, 200, junk, 64), -ENOSYS);
+  EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_JOIN_MCAST, junk, 200, junk, 64), -EINVAL);
   EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_CREATE_ID, junk, 4, junk, 4), -EINVAL);
   EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_CREATE_ID, junk, 24, junk, 2), -ENOSPC);
   EXPECT_EQ(c.command(kOtherCh, RDMA_USER_CM_CMD_CREATE_ID, junk, 24, junk, 4), -EINVAL);  // ps
