@@ -26,8 +26,8 @@ int qp_type_of(const rdma_ucm_create_id& cmd, uint8_t* qp_type) {
     case RDMA_PS_TCP: *qp_type = cma::kQptRc; return 0;
     case RDMA_PS_UDP:
     case RDMA_PS_IPOIB: *qp_type = cma::kQptUd; return 0;
-    case RDMA_PS_IB:
-      if (cmd.qp_type != cma::kQptRc && cmd.qp_type != cma::kQptUd) return -EINVAL;
+    case RDMA_PS_IB:  // UC and XRC ids: not in burst's rdma_cm
+      if (cmd.qp_type != cma::kQptRc && cmd.qp_type != cma::kQptUd) return -EOPNOTSUPP;
       *qp_type = cmd.qp_type;
       return 0;
     default: return -EINVAL;
