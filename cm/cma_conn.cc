@@ -136,14 +136,16 @@ void Cma::Impl::stop_listen(Id* id) {
 }
 
 Id* Cma::Impl::find_listener(uint64_t sid, const sockaddr_storage& local) {
+  auto holders = ports.find(static_cast<uint32_t>(sid));  // (port space << 16 | port)
+  if (holders == ports.end() || (sid >> 32) != 0) return nullptr;
   Id* any = nullptr;
-  for (auto& [h, id] : ids) {
-    if (id->state != State::kListen || cma::service_id(id->ps, cma::addr_port(id->src)) != sid)
-      continue;
-    if (cma::addr_equal(id->src, local)) return id.get();
+  for (uint32_t h : holders->second) {
+    Id* id = ids.at(h).get();
+    if (id->state != State::kListen) continue;
+    if (cma::addr_equal(id->src, local)) return id;
     if (cma::addr_any(id->src) && same_family_any(id->src, local) &&
         !(id->afonly && id->src.ss_family != local.ss_family))
-      any = id.get();
+      any = id;
   }
   return any;
 }
