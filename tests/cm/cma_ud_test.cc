@@ -98,6 +98,27 @@ TEST_F(UdTest, SidrRejectIsUnreachable) {
   EXPECT_EQ(ev->status, 2u);  // IB_SIDR_REJECT
 }
 
+TEST_F(UdTest, LostSidrRequestsEndUnreachable) {
+  uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
+  w.link_up = false;
+  ASSERT_EQ(connect(client(), kClientCh, cid, conn_param(0x26)), 0);
+  std::optional<rdma_ucm_event_resp> ev;
+  for (int i = 0; i < 100 && !ev && w.advance(); ++i) ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvUnreachable);
+  EXPECT_EQ(static_cast<int32_t>(ev->status), -ETIMEDOUT);
+}
+
+TEST_F(UdTest, NoUdListenerIsUnreachable) {
+  uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
+  ASSERT_EQ(connect(client(), kClientCh, cid, conn_param(0x26)), 0);
+  w.pump();
+  auto ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvUnreachable);
+  EXPECT_NE(ev->status, 0u);  // the SIDR_REP's status (no listener)
+}
+
 TEST_F(UdTest, RcOverUdIdIsRefused) {
   uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
   EXPECT_EQ(connect(client(), kClientCh, cid, conn_param(0x11)), -EINVAL);  // an RC QP
