@@ -133,6 +133,14 @@ sockaddr_storage gid_to_ip(const Gid& g) {
   return a;
 }
 
+bool addr_loopback(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr) >> 24) == 127;
+  if (a.ss_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr);
+  return false;
+}
+
 bool addr_multicast(const sockaddr* a) {
   if (a->sa_family == AF_INET)
     return IN_MULTICAST(ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr));

@@ -129,7 +129,8 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
     if (!ps) return -EPROTONOSUPPORT;
   } else if (!cma::addr_any(a)) {
     int r = host.local_address(reinterpret_cast<const sockaddr*>(&a), &sgid_index, &sgid);
-    if (r) return -(r > 0 ? r : -r);
+    // A loopback address is the host's, but no RDMA port has it (cma_acquire_dev_by_src_ip).
+    if (r) return cma::addr_loopback(a) ? -ENODEV : -(r > 0 ? r : -r);
   }
   // Without the option an IPv4 bind is AF-only, an IPv6 one not (bindv6only 0).
   bool afonly = id->afonly_set ? id->afonly : a.ss_family == AF_INET;

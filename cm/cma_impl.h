@@ -230,6 +230,7 @@ bool addr_equal(const sockaddr_storage& a, const sockaddr_storage& b);  // famil
 Gid ip_to_gid(const sockaddr_storage& a);  // rdma_ip2gid (zero when neither IPv4 nor IPv6)
 sockaddr_storage gid_to_ip(const Gid& g);  // IPv4-mapped: AF_INET, else AF_INET6 (port 0)
 bool addr_multicast(const sockaddr* a);
+bool addr_loopback(const sockaddr_storage& a);  // 127.0.0.0/8, ::1
 uint64_t service_id(uint16_t ps, uint16_t port);  // RDMA_IB_IP_PS_* | port
 void write_cma_hdr(const Id& id, uint8_t* out);  // the 36-byte cma_hdr
 // Reads a cma_hdr: the peer's address (port from the header) into *src and

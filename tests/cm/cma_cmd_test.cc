@@ -151,6 +151,7 @@ TEST_F(CmdTest, PortSpaces) {
   EXPECT_EQ(bind_addr(server(), kServerCh, b, v4("10.99.0.11", 7174)), -EADDRINUSE);
   EXPECT_EQ(bind_addr(server(), kServerCh, b, v4("0.0.0.0", 7174)), -EADDRNOTAVAIL);
   EXPECT_EQ(bind_addr(server(), kServerCh, b, v4("10.99.0.77", 7175)), -EADDRNOTAVAIL);
+  EXPECT_EQ(bind_addr(server(), kServerCh, b, v4("127.0.0.1", 7175)), -ENODEV);  // as RoCE
   EXPECT_EQ(bind_addr(server(), kServerCh, u, v4("10.99.0.11", 7174)), 0);  // another space
   EXPECT_EQ(bind_addr(server(), kServerCh, a, v4("10.99.0.11", 7176)), -EINVAL);  // bound
   ASSERT_EQ(destroy_id(server(), kServerCh, a), 4);
