@@ -8,7 +8,12 @@
 #     on (frames on queue 1 are handed to worker 0, which owns QPN 1);
 #   - a wrong Q_Key and a 252-byte payload are counted drops (gsi.drop_qkey,
 #     gsi.drop_len), nothing else is dropped.
-# Usage: gsi_xdp_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT PCAP
+# Then transmit: gsi_xdp_peer (burstd's Device on v0, 2 workers) sends MADs from
+# QP1 to v1's address (MAC from the neighbour table); gsi_echo.py on v1 checks
+# each frame (UD SEND_ONLY to QP1, P_Key, Q_Key, source QP 1, 256-byte MAD,
+# ICRC, IPv4 checksum) and returns it; every MAD comes back intact, in order;
+# a MAD to the port's own GID comes back without the wire (one-host loopback).
+# Usage: gsi_xdp_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT PCAP GSI_XDP_PEER
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools or AF_XDP missing).
 set -uo pipefail
 
@@ -16,13 +21,15 @@ BURSTD=${1:?usage: gsi_xdp_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT PCAP}
 BURSTCTL=${2:?}
 CLIENT=${3:?}
 PCAP=${4:?}
+PEER=${5:?}
 INJECT=$(dirname "$0")/gsi_inject.py
+ECHO=$(dirname "$0")/gsi_echo.py
 
 . "$(dirname "$0")/lib.sh"
 
 netns_require_root "network namespaces, XDP, AF_XDP, raw sockets"
 netns_require_tools "iproute2 util-linux python3" ip nsenter timeout python3
-netns_require_built "$BURSTD" "$BURSTCTL" "$CLIENT"
+netns_require_built "$BURSTD" "$BURSTCTL" "$CLIENT" "$PEER"
 netns_pair gsi
 netns_link_ab v0 10.78.0.1 v1 10.78.0.2 numrxqueues 2 numtxqueues 2
 
@@ -70,4 +77,19 @@ for c in gsi.drop_opcode gsi.rx_ring_full rx_parse_drop.bad_icrc rx_drop.unknown
 done
 ctl workers --json >"$TMP/w.json"
 log "queue 1 -> worker 0 handoffs: $("$CLIENT" json-get /workers/1/handoff_out <"$TMP/w.json")"
-echo "PASS: gsi.xdp_rx"
+
+log "transmit: MADs from QP1 to 10.78.0.2 and back"
+kill -TERM "$BURSTD_PID"
+wait "$BURSTD_PID" || fail "burstd exit status $? after SIGTERM"
+inB timeout 30 python3 "$ECHO" v1 64 20 >"$TMP/echo.log" 2>&1 &
+ECHO_PID=$!
+BG_PIDS+=("$ECHO_PID")
+wait_for "$TMP/echo.log" ready 10 || { cat "$TMP/echo.log"; fail "gsi_echo.py did not start"; }
+inA timeout 60 "$PEER" v0 10.78.0.2 64 >"$TMP/peer.log" 2>&1
+rc=$?
+wait "$ECHO_PID"
+erc=$?
+cat "$TMP/peer.log" "$TMP/echo.log"
+[[ $erc == 0 ]] || fail "the peer saw bad or missing QP1 frames"
+[[ $rc == 0 ]] || fail "gsi_xdp_peer failed ($rc)"
+echo "PASS: gsi.xdp"
