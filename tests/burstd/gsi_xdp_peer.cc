@@ -60,7 +60,8 @@ int kernel_answers(Gsi& gsi, uint8_t sgid, const net::Gid& own_gid, const net::G
   cm::Mad req = make_mad(sgid, dgid, 0);
   bool found = false;
   for (const auto& fr : f.frames) {
-    if (fr.size() >= kMadOff + 256 + 4 && fr[42] == 0x64 && fr[47] == 0 && fr[48] == 0 && fr[49] == 1) {
+    if (fr.size() >= kMadOff + 256 + 4 && fr[42] == 0x64 && fr[47] == 0 && fr[48] == 0 &&
+        fr[49] == 1) {
       std::memcpy(req.bytes.data(), fr.data() + kMadOff, 256);
       found = true;
       break;
@@ -82,7 +83,10 @@ int kernel_answers(Gsi& gsi, uint8_t sgid, const net::Gid& own_gid, const net::G
       const unsigned attr = unsigned(got[i].bytes[16]) << 8 | got[i].bytes[17];
       std::printf("MAD from the peer: class 0x%02x attribute 0x%04x (%s), source QP %u\n",
                   got[i].bytes[1], attr,
-                  attr == 0x13 ? "REP" : attr == 0x12 ? "REJ" : attr == 0x11 ? "MRA" : "other",
+                  attr == 0x13   ? "REP"
+                  : attr == 0x12 ? "REJ"
+                  : attr == 0x11 ? "MRA"
+                                 : "other",
                   got[i].peer.remote_qpn);
       if (attr == 0x12)  // the REJ's reason (IBA table 112)
         std::printf("REJ reason %u\n", unsigned(got[i].bytes[34]) << 8 | got[i].bytes[35]);
