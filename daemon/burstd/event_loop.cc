@@ -22,6 +22,14 @@ std::string uring_unavailable(int err) {
 
 }  // namespace
 
+bool check_event_loop(const Config& config, std::string* error) {
+  if (config.event_loop != EventLoopKind::kUring) return true;
+  const int err = probe_uring();
+  if (err == 0) return true;
+  *error = uring_unavailable(err) + "; event_loop = uring: set event_loop = auto or epoll";
+  return false;
+}
+
 void block_signals() {
   sigset_t set = control_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);

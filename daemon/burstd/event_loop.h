@@ -35,6 +35,10 @@ class LoopCore;
 // creates later) and ignores SIGPIPE. Call first thing in main().
 void block_signals();
 
+// event_loop = uring where io_uring cannot be set up: false and why (checked
+// at start-up, before the port is opened). True for auto and epoll.
+bool check_event_loop(const Config& config, std::string* error);
+
 class EventLoop {
  public:
   // Sets up the loop config.event_loop asks for (logs a fallback to epoll).

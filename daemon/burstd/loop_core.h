@@ -114,5 +114,7 @@ std::unique_ptr<LoopCore> make_epoll_loop(const Config& config, ControlSocket& s
                                           Dispatcher& dispatcher);
 std::unique_ptr<LoopCore> make_uring_loop(const Config& config, ControlSocket& socket,
                                           Dispatcher& dispatcher, int* err);
+// Whether a ring can be set up here: 0 or the positive errno value.
+int probe_uring();
 
 }  // namespace burst::burstd

@@ -131,6 +131,7 @@ int run(int argc, char** argv) {
   }
   if (workers != 0) config.workers = workers;
   if (!validate_config(config, &err)) return fail(err);
+  if (!check_event_loop(config, &err)) return fail(err);
   LogLevel level;
   parse_log_level(config.log_level, &level);
   set_log_level(level);

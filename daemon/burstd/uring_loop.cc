@@ -465,4 +465,12 @@ std::unique_ptr<LoopCore> make_uring_loop(const Config& config, ControlSocket& s
   return loop;
 }
 
+int probe_uring() {
+  io_uring ring;
+  const int rc = io_uring_queue_init(4, &ring, 0);
+  if (rc < 0) return -rc;
+  io_uring_queue_exit(&ring);
+  return 0;
+}
+
 }  // namespace burst::burstd

@@ -66,6 +66,9 @@ timeout 20 "$NO_URING" "$BURSTD" --config "$TMP/uring.conf" --socket "$TMP/b.soc
 rc=$?
 [[ $rc == 1 ]] || fail "event_loop = uring without io_uring: exit $rc, want 1"
 grep -q "event_loop = uring: set event_loop = auto or epoll" "$TMP/b.log" || fail "no reason given"
+tail -1 "$TMP/b.log" | grep -q "event_loop = uring: set event_loop = auto or epoll" ||
+  fail "the reason is not the last line: $(tail -1 "$TMP/b.log")"
+grep -q "burst0 on a loopback port" "$TMP/b.log" && fail "the port was opened before the check"
 tail -1 "$TMP/b.log"
 [[ -e $TMP/b.sock ]] && fail "a failed start left its socket behind"
 
