@@ -5,9 +5,13 @@
 // kernel in the one io_uring_enter that also waits for the next completions,
 // so N requests that arrived together cost one system call for their replies.
 //   - the listening socket: one multishot accept (re-armed when it ends);
-//   - each client: one recvmsg at a time (single-shot, re-armed after its message
-//     is served), into the client's own buffer with room for SCM_RIGHTS; one
-//     receive outstanding per client keeps its requests in order;
+//   - each client: a chain of kRecvChain linked single-shot recvmsg (IOSQE_IO_LINK:
+//     one starts when the one before completed, so the client's requests stay
+//     in order), each into its own buffer with room for SCM_RIGHTS; a new chain
+//     when the last one's messages are served. (Multishot recvmsg with a
+//     provided-buffer ring would save the re-arming, at the price of 64 KiB
+//     buffers shared by every client and descriptors installed before their
+//     message is looked at.)
 //   - responses: sendmsg with MSG_DONTWAIT, so each is tried when submitted and a
 //     client that does not read its responses is dropped as with epoll (no
 //     queueing); a response that carries descriptors is submitted at once, while
@@ -34,6 +38,10 @@ namespace burst::burstd {
 namespace {
 
 constexpr unsigned kRingEntries = 256;
+// Receives per client, linked (IOSQE_IO_LINK: each starts when the one before
+// it completed, so messages land in order): a client's pipelined requests
+// complete together in one wait, up to this many.
+constexpr unsigned kRecvChain = 4;
 constexpr unsigned kCqeBatch = 64;
 constexpr uint64_t kDrainTimeoutNs = 2'000'000'000;
 
@@ -54,17 +62,20 @@ class UringLoop final : public LoopCore {
     alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
     bool busy = false;
   };
+  struct RxSlot {
+    std::unique_ptr<uint8_t[]> buf;  // kRxBytes, pages touched only by what arrives
+    msghdr mh;
+    iovec iov;
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsReceived)];
+  };
   struct Conn {
     int fd = -1;
     uint32_t id = 0;
     Session session;
-    std::unique_ptr<uint8_t[]> rx;
-    msghdr mh;
-    iovec iov;
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsReceived)];
+    RxSlot rx[kRecvChain];
     std::vector<std::unique_ptr<SendSlot>> slots;
-    unsigned inflight = 0;  // requests in the ring naming fd (and these buffers)
-    bool recv_armed = false;
+    unsigned inflight = 0;      // requests in the ring naming fd (and these buffers)
+    unsigned recv_pending = 0;  // receives of the current chain not completed
     bool closing = false;
   };
 
@@ -74,14 +85,15 @@ class UringLoop final : public LoopCore {
   void arm_accept();
   void arm_signal();
   void arm_recv(Conn& c);
+  void cancel_recv(Conn& c);
   void reap();
   void complete(uint64_t tag, int res, uint32_t flags);
   void on_accept(int res, uint32_t flags);
   void on_signal_read(int res);
   void on_watch(uint64_t bits, int res);
-  void on_recv(Conn& c, int res);
+  void on_recv(Conn& c, uint32_t slot, int res);
   void on_send(Conn& c, uint32_t slot, int res);
-  void respond(Conn& c, size_t n);
+  void respond(Conn& c, RxSlot& r, size_t n);
   SendSlot& free_slot(Conn& c, uint32_t* index);
   void drop(Conn& c, const char* why);
   void release_if_done(Conn& c);
@@ -158,16 +170,31 @@ void UringLoop::arm_signal() {
 }
 
 void UringLoop::arm_recv(Conn& c) {
-  io_uring_sqe* s = sqe(loop_tag(LoopTag::kRecv, c.id));
-  if (s == nullptr) {
-    drop(c, "disconnected (submission queue full)");
-    return;
+  for (uint32_t i = 0; i < kRecvChain; ++i) {
+    const uint64_t tag = loop_tag(LoopTag::kRecv, (uint64_t{i} << 32) | c.id);
+    io_uring_sqe* s = sqe(tag);
+    if (s == nullptr) {  // only the ones prepared form the chain
+      if (i == 0) drop(c, "disconnected (submission queue full)");
+      return;
+    }
+    RxSlot& r = c.rx[i];
+    prepare_recv(&r.mh, &r.iov, r.buf.get(), r.cbuf, sizeof(r.cbuf));
+    io_uring_prep_recvmsg(s, c.fd, &r.mh, MSG_CMSG_CLOEXEC);
+    io_uring_sqe_set_data64(s, tag);
+    if (i + 1 < kRecvChain) s->flags |= IOSQE_IO_LINK;
+    ++c.inflight;
+    ++c.recv_pending;
   }
-  prepare_recv(&c.mh, &c.iov, c.rx.get(), c.cbuf, sizeof(c.cbuf));
-  io_uring_prep_recvmsg(s, c.fd, &c.mh, MSG_CMSG_CLOEXEC);
-  io_uring_sqe_set_data64(s, loop_tag(LoopTag::kRecv, c.id));
-  ++c.inflight;
-  c.recv_armed = true;
+}
+
+// Cancels every receive of c's chain still in the ring (again after each of
+// their completions: a link may have started the next one meanwhile).
+void UringLoop::cancel_recv(Conn& c) {
+  if (c.recv_pending == 0) return;
+  io_uring_sqe* s = sqe(loop_tag(LoopTag::kCancel, 0));
+  if (s == nullptr) return;
+  io_uring_prep_cancel_fd(s, c.fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(s, loop_tag(LoopTag::kCancel, 0));
 }
 
 void UringLoop::arm_watch(int fd, uint32_t gen) {
@@ -277,7 +304,7 @@ void UringLoop::complete(uint64_t tag, int res, uint32_t flags) {
       auto it = conns_.find(static_cast<uint32_t>(bits));
       if (it == conns_.end()) return;
       if (loop_tag_kind(tag) == LoopTag::kRecv) {
-        on_recv(*it->second, res);
+        on_recv(*it->second, static_cast<uint32_t>(bits >> 32) % kRecvChain, res);
       } else {
         on_send(*it->second, static_cast<uint32_t>(bits >> 32), res);
       }
@@ -295,7 +322,7 @@ void UringLoop::on_accept(int res, uint32_t flags) {
     c->fd = res;
     if (admit_client(res, live_, &c->session)) {
       c->id = c->session.id;
-      c->rx.reset(new uint8_t[kRxBytes]);
+      for (RxSlot& r : c->rx) r.buf.reset(new uint8_t[kRxBytes]);
       Conn& ref = *c;
       conns_[c->id] = std::move(c);
       ++live_;
@@ -334,28 +361,27 @@ void UringLoop::on_watch(uint64_t bits, int res) {
   if (run_watch(fd, gen) && !stop_) arm_watch(fd, gen);
 }
 
-void UringLoop::on_recv(Conn& c, int res) {
+void UringLoop::on_recv(Conn& c, uint32_t slot, int res) {
   --c.inflight;
-  c.recv_armed = false;
+  --c.recv_pending;
+  RxSlot& r = c.rx[slot];
   if (c.closing) {
-    if (res > 0) close_received_fds(c.mh);
+    if (res > 0) close_received_fds(r.mh);
+    cancel_recv(c);
     release_if_done(c);
     return;
   }
   if (res < 0) {
-    if (res == -EINTR || res == -EAGAIN) {
-      arm_recv(c);
-      return;
-    }
+    // -ECANCELED: a receive before it in the chain failed (and dropped c).
     drop(c, "disconnected (receive error)");
     return;
   }
   if (res == 0) {
-    close_received_fds(c.mh);
+    close_received_fds(r.mh);
     drop(c, "disconnected");
     return;
   }
-  respond(c, static_cast<size_t>(res));
+  respond(c, r, static_cast<size_t>(res));
 }
 
 UringLoop::SendSlot& UringLoop::free_slot(Conn& c, uint32_t* index) {
@@ -370,12 +396,13 @@ UringLoop::SendSlot& UringLoop::free_slot(Conn& c, uint32_t* index) {
   return *c.slots.back();
 }
 
-// Serves the message in c.rx and queues its response (and the next receive).
-void UringLoop::respond(Conn& c, size_t n) {
+// Serves the message in r and queues its response (and the next chain of
+// receives once this one is done).
+void UringLoop::respond(Conn& c, RxSlot& r, size_t n) {
   uint32_t index = 0;
   SendSlot& slot = free_slot(c, &index);
   bool close_after = false;
-  serve_message(c.session, c.rx.get(), n, c.mh, &slot.buf, &out_fds_, &close_after);
+  serve_message(c.session, r.buf.get(), n, r.mh, &slot.buf, &out_fds_, &close_after);
   ++served_;
   const uint64_t tag = loop_tag(LoopTag::kSend, (uint64_t{index} << 32) | c.id);
   io_uring_sqe* s = sqe(tag);
@@ -394,7 +421,7 @@ void UringLoop::respond(Conn& c, size_t n) {
     drop(c, "disconnected (protocol violation)");
     return;
   }
-  arm_recv(c);
+  if (c.recv_pending == 0) arm_recv(c);
 }
 
 void UringLoop::on_send(Conn& c, uint32_t slot, int res) {
@@ -417,13 +444,7 @@ void UringLoop::drop(Conn& c, const char* why) {
   c.closing = true;
   --live_;
   dispatcher_.close_session(c.session, why);
-  if (c.recv_armed) {
-    io_uring_sqe* s = sqe(loop_tag(LoopTag::kCancel, 0));
-    if (s != nullptr) {
-      io_uring_prep_cancel64(s, loop_tag(LoopTag::kRecv, c.id), 0);
-      io_uring_sqe_set_data64(s, loop_tag(LoopTag::kCancel, 0));
-    }
-  }
+  cancel_recv(c);
   release_if_done(c);
 }
 
