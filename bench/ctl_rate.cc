@@ -74,11 +74,12 @@ bool Conn::send_req(uint16_t op, uint32_t handle) {
   const size_t len = op == BURST_CTL_OP_DEALLOC_PD ? sizeof(req) : sizeof(burst_ctl_hdr);
   req.handle = handle;
   burst_ctl_init_request(&req.hdr, op, static_cast<uint32_t>(len), c_->version(), next_id_);
+  const uint64_t t = now_ns();  // the latency includes the send
   if (send(c_->fd(), &req, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) {
     r_->error = std::string("send: ") + std::strerror(errno);
     return false;
   }
-  q_.push_back({next_id_++, op, now_ns()});
+  q_.push_back({next_id_++, op, t});
   return true;
 }
 
