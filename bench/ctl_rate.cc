@@ -5,7 +5,8 @@
 //   --op pd      ALLOC_PD / DEALLOC_PD pairs: each of the D slots allocates a PD
 //                and, on the response, deallocates it (every message counts).
 // Prints one line of JSON: requests/s over all connections, and the latency of
-// a request from its send to its response (p50, p99, microseconds). Every
+// a request from its send to its response (p50, p99, microseconds);
+// all_requests counts the warm-up and the final drain too. Every
 // response is checked (id, in order per connection, status 0).
 //   ctl_rate --socket PATH [--clients K] [--depth D] [--seconds S] [--op status|pd]
 // Exit: 0, 1 on a protocol error or a failed request, 2 for usage.
@@ -43,6 +44,7 @@ struct Options {
 
 struct Result {
   uint64_t requests = 0;          // completed in the measured window
+  uint64_t all = 0;               // every response, warm-up and drain included
   std::vector<uint32_t> lat_ns;   // of those, send to response
   std::string error;
 };
@@ -92,6 +94,7 @@ bool Conn::on_response(const uint8_t* buf, ssize_t n, uint64_t t, uint64_t start
   std::memcpy(&h, buf, sizeof(h));
   const InFlight f = q_.front();
   q_.pop_front();
+  ++r_->all;
   if (h.request_id != f.id || h.op != (f.op | BURST_CTL_RESPONSE) || h.status != 0) {
     r_->error = "response out of order or failed: id " + std::to_string(h.request_id) +
                 " (want " + std::to_string(f.id) + "), status " + std::to_string(h.status);
@@ -136,6 +139,7 @@ bool Conn::run(std::atomic<bool>* go, uint64_t start_ns, uint64_t end_ns) {
     const ssize_t n = recv(c_->fd(), buf.data(), buf.size(), 0);
     if (n <= 0) break;
     q_.pop_front();
+    ++r_->all;
   }
   return true;
 }
@@ -176,11 +180,12 @@ int main(int argc, char** argv) {
   while (now_ns() < t0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   go = true;
   for (auto& t : threads) t.join();
-  uint64_t total = 0;
+  uint64_t total = 0, all = 0;
   std::vector<uint32_t> lat;
   for (Result& r : results) {
     if (!r.error.empty()) std::fprintf(stderr, "ctl_rate: %s\n", r.error.c_str());
     total += r.requests;
+    all += r.all;
     lat.insert(lat.end(), r.lat_ns.begin(), r.lat_ns.end());
   }
   const double rate = static_cast<double>(total) / o.seconds;
@@ -188,8 +193,8 @@ int main(int argc, char** argv) {
   const double p99 = percentile(lat, 0.99) / 1e3;
   std::printf(
       "{\"op\": \"%s\", \"clients\": %u, \"depth\": %u, \"seconds\": %.2f, \"requests\": %llu, "
-      "\"rate\": %.0f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
-      o.op.c_str(), o.clients, o.depth, o.seconds, static_cast<unsigned long long>(total), rate,
-      p50, p99);
+      "\"all_requests\": %llu, \"rate\": %.0f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+      o.op.c_str(), o.clients, o.depth, o.seconds, static_cast<unsigned long long>(total),
+      static_cast<unsigned long long>(all), rate, p50, p99);
   return failed.load() == 0 ? 0 : 1;
 }

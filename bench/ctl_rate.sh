@@ -44,14 +44,18 @@ one() {  # LOOP OP K D RUN: one burstd, one ctl_rate run, one JSON line
     2>"$TMP/burstd.log" &
   BPID=$!
   for ((i = 0; i < 100; i++)); do [[ -S $sock ]] && break; sleep 0.05; done
+  # The control thread (burstd's main thread, tid = pid): ns on a CPU, schedstat field 1.
+  local cpu0 cpu1
+  read -r cpu0 _ </proc/"$BPID"/task/"$BPID"/schedstat
   line=$(timeout 60 "$RATE" --socket "$sock" --op "$op" --clients "$k" --depth "$d" \
     --seconds "$SECONDS_PER") || { echo "ctl_rate failed ($loop $op $k $d)" >&2; cat "$TMP/burstd.log" >&2; exit 1; }
+  read -r cpu1 _ </proc/"$BPID"/task/"$BPID"/schedstat
   kill -TERM "$BPID"
   wait "$BPID" || true
   BPID=
   waits=$(grep -o 'io_uring: [0-9]* requests served in [0-9]* io_uring_enter' "$TMP/burstd.log" |
     awk '{print $2 / $6}' || true)
-  echo "{\"loop\": \"$loop\", \"run\": $run, \"per_wait\": ${waits:-null}, ${line#\{}" >>"$OUT"
+  echo "{\"loop\": \"$loop\", \"run\": $run, \"per_wait\": ${waits:-null}, \"ctl_cpu_ns\": $((cpu1 - cpu0)), ${line#\{}" >>"$OUT"
 }
 
 for ((r = 1; r <= RUNS; r++)); do
@@ -75,8 +79,8 @@ points = []
 for r in rows:
     key = (r["op"], r["clients"], r["depth"])
     if key not in points: points.append(key)
-print("| op | K conns x D in flight | uring req/s | epoll req/s | uring/epoll | uring p50 / p99 us | epoll p50 / p99 us | uring req per enter |")
-print("|---|---|---|---|---|---|---|---|")
+print("| op | K conns x D in flight | uring req/s | epoll req/s | uring/epoll | uring p50 / p99 us | epoll p50 / p99 us | control thread CPU ns/req uring / epoll | uring req per enter |")
+print("|---|---|---|---|---|---|---|---|---|")
 for op, k, d in points:
     sel = {l: [r for r in rows if (r["op"], r["clients"], r["depth"]) == (op, k, d) and r["loop"] == l] for l in ("uring", "epoll")}
     u, e = sel["uring"], sel["epoll"]
@@ -85,6 +89,7 @@ for op, k, d in points:
     lat = lambda s: f'{med([x["p50_us"] for x in s])[0]:.1f} / {med([x["p99_us"] for x in s])[0]:.1f}'
     pw = [x["per_wait"] for x in u if x["per_wait"] is not None]
     per = f"{statistics.median(pw):.2f}" if pw else "-"
+    cpu = lambda s: statistics.median([x["ctl_cpu_ns"] / max(1, x["all_requests"]) for x in s])
     name = "QUERY_STATUS" if op == "status" else "ALLOC_PD+DEALLOC_PD"
-    print(f"| {name} | {k} x {d} | {fmt(ru)} | {fmt(re_)} | {ratio[0]:.2f} | {lat(u)} | {lat(e)} | {per} |")
+    print(f"| {name} | {k} x {d} | {fmt(ru)} | {fmt(re_)} | {ratio[0]:.2f} | {lat(u)} | {lat(e)} | {cpu(u):,.0f} / {cpu(e):,.0f} | {per} |")
 PY
