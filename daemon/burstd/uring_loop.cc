@@ -106,13 +106,14 @@ class UringLoop final : public LoopCore {
   signalfd_siginfo sig_{};
   bool accept_armed_ = false;
   bool accept_retry_ = false;  // the accept ended with an error: re-armed on the next timer
+  bool multishot_accept_ = true;  // false on kernels before 5.19 (EINVAL): one accept a time
   std::map<uint32_t, std::unique_ptr<Conn>> conns_;  // by client id
   size_t live_ = 0;                                  // conns_ not closing
   uint64_t inflight_ = 0;                            // every request in the ring
   std::vector<int> out_fds_;
-  // Completions already due without waiting: sendmsg (MSG_DONTWAIT) and
-  // cancellations complete when submitted. The wait asks for one more, so that
-  // their completions alone do not end it.
+  // Completions due without waiting and not reaped yet: sendmsg (MSG_DONTWAIT)
+  // and cancellations complete when submitted. The wait asks for one more, so
+  // that their completions alone do not end it.
   unsigned due_ = 0;
   uint64_t served_ = 0;  // statistics, logged at the end
   uint64_t enters_ = 0;
@@ -162,7 +163,11 @@ io_uring_sqe* UringLoop::sqe(uint64_t tag) {
 void UringLoop::arm_accept() {
   io_uring_sqe* s = sqe(loop_tag(LoopTag::kAccept, 0));
   if (s == nullptr) return;
-  io_uring_prep_multishot_accept(s, socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  if (multishot_accept_) {
+    io_uring_prep_multishot_accept(s, socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  } else {
+    io_uring_prep_accept(s, socket_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  }
   io_uring_sqe_set_data64(s, loop_tag(LoopTag::kAccept, 0));
   accept_armed_ = true;
 }
@@ -262,7 +267,6 @@ bool UringLoop::wait_pass(std::string* error) {
   io_uring_cqe* cqe = nullptr;
   ++enters_;
   const int rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, due_ + 1, &ts, nullptr);
-  due_ = 0;
   if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EBUSY && rc != -EAGAIN) {
     *error = std::string("io_uring_submit_and_wait_timeout: ") + std::strerror(-rc);
     return false;
@@ -296,6 +300,8 @@ void UringLoop::reap() {
 void UringLoop::complete(uint64_t tag, int res, uint32_t flags) {
   if (tag == LIBURING_UDATA_TIMEOUT) return;  // liburing's own wait timeout (old kernels)
   if (!(flags & IORING_CQE_F_MORE)) --inflight_;
+  const LoopTag kind = loop_tag_kind(tag);
+  if ((kind == LoopTag::kSend || kind == LoopTag::kCancel) && due_ > 0) --due_;
   const uint64_t bits = loop_tag_bits(tag);
   switch (loop_tag_kind(tag)) {
     case LoopTag::kAccept:
@@ -336,6 +342,9 @@ void UringLoop::on_accept(int res, uint32_t flags) {
       ++live_;
       arm_recv(ref);
     }
+  } else if (res == -EINVAL && multishot_accept_) {
+    multishot_accept_ = false;  // no multishot accept before Linux 5.19
+    res = -ECANCELED;           // re-armed at once, single-shot
   } else if (res != -ECANCELED) {
     BURSTD_WARN("accept on %s: %s", socket_.path().c_str(), std::strerror(-res));
   }
@@ -474,6 +483,7 @@ void UringLoop::drain() {
   if (s != nullptr) {
     io_uring_prep_cancel64(s, 0, IORING_ASYNC_CANCEL_ANY);
     io_uring_sqe_set_data64(s, loop_tag(LoopTag::kCancel, 0));
+    ++due_;
   }
   const uint64_t until = now_ns() + kDrainTimeoutNs;
   while (inflight_ > 0 && now_ns() < until) {
