@@ -11,22 +11,17 @@
 namespace burst::burstd {
 namespace {
 
-std::string uring_unavailable(int err) {
-  std::string s = std::string("io_uring is not available here (io_uring_queue_init: ") +
-                  std::strerror(err) + ")";
-  if (err == EPERM || err == EACCES)
-    s += " - a seccomp profile or kernel.io_uring_disabled forbids it";
-  if (err == ENOSYS) s += " - the kernel was built without io_uring";
-  return s;
+std::string uring_unavailable(const std::string& why) {
+  return "io_uring is not available here (" + why + ")";
 }
 
 }  // namespace
 
 bool check_event_loop(const Config& config, std::string* error) {
   if (config.event_loop != EventLoopKind::kUring) return true;
-  const int err = probe_uring();
-  if (err == 0) return true;
-  *error = uring_unavailable(err) + "; event_loop = uring: set event_loop = auto or epoll";
+  std::string why;
+  if (probe_uring(&why)) return true;
+  *error = uring_unavailable(why) + "; event_loop = uring: set event_loop = auto or epoll";
   return false;
 }
 
@@ -38,12 +33,12 @@ void block_signals() {
 
 EventLoop::EventLoop(const Config& config, ControlSocket& socket, Dispatcher& dispatcher) {
   if (config.event_loop != EventLoopKind::kEpoll) {
-    int err = 0;
-    loop_ = make_uring_loop(config, socket, dispatcher, &err);
+    std::string why;
+    loop_ = make_uring_loop(config, socket, dispatcher, &why);
     if (!loop_ && config.event_loop == EventLoopKind::kUring) {
-      error_ = uring_unavailable(err) + "; event_loop = uring: set event_loop = auto or epoll";
+      error_ = uring_unavailable(why) + "; event_loop = uring: set event_loop = auto or epoll";
     } else if (!loop_) {
-      BURSTD_INFO("%s: the control thread runs on epoll", uring_unavailable(err).c_str());
+      BURSTD_INFO("%s: the control thread runs on epoll", uring_unavailable(why).c_str());
     }
   }
   if (!loop_) loop_ = make_epoll_loop(config, socket, dispatcher);

@@ -109,12 +109,14 @@ class LoopCore {
 };
 
 // The two loops (epoll_loop.cc, uring_loop.cc). make_uring_loop returns nullptr
-// with *err (a positive errno value) when io_uring cannot be set up here.
+// and why when io_uring cannot serve here.
 std::unique_ptr<LoopCore> make_epoll_loop(const Config& config, ControlSocket& socket,
                                           Dispatcher& dispatcher);
 std::unique_ptr<LoopCore> make_uring_loop(const Config& config, ControlSocket& socket,
-                                          Dispatcher& dispatcher, int* err);
-// Whether a ring can be set up here: 0 or the positive errno value.
-int probe_uring();
+                                          Dispatcher& dispatcher, std::string* why);
+// Whether a ring can be set up here (false: why).
+bool probe_uring(std::string* why);
+// "CALL: strerror(err)" with a hint for EPERM / ENOSYS.
+std::string uring_errno_text(const char* call, int err);
 
 }  // namespace burst::burstd

@@ -5,13 +5,14 @@
 // kernel in the one io_uring_enter that also waits for the next completions,
 // so N requests that arrived together cost one system call for their replies.
 //   - the listening socket: one multishot accept (re-armed when it ends);
-//   - each client: a chain of kRecvChain linked single-shot recvmsg (IOSQE_IO_LINK:
-//     one starts when the one before completed, so the client's requests stay
-//     in order), each into its own buffer with room for SCM_RIGHTS; a new chain
-//     when the last one's messages are served. (Multishot recvmsg with a
-//     provided-buffer ring would save the re-arming, at the price of 64 KiB
-//     buffers shared by every client and descriptors installed before their
-//     message is looked at.)
+//   - each client: one multishot recvmsg (Linux 6.0) into the provided-buffer
+//     ring every client shares (uring_buffers.h): one request per client keeps
+//     its messages in order, each completion carries one message with its
+//     SCM_RIGHTS descriptors (installed by the kernel as it receives: every
+//     completion is looked at, and the descriptors of a message nobody serves
+//     are closed); the buffer goes back to the ring once the message is served.
+//     When the ring runs dry the receive ends (ENOBUFS) and is re-armed after
+//     the pass has given its buffers back;
 //   - responses: sendmsg with MSG_DONTWAIT, so each is tried when submitted and a
 //     client that does not read its responses is dropped as with epoll (no
 //     queueing); a response that carries descriptors is submitted at once, while
@@ -24,24 +25,23 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
+#include <sys/utsname.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/loop_core.h"
+#include "daemon/burstd/uring_buffers.h"
 
 namespace burst::burstd {
 namespace {
 
 constexpr unsigned kRingEntries = 256;
-// Receives per client, linked (IOSQE_IO_LINK: each starts when the one before
-// it completed, so messages land in order): a client's pipelined requests
-// complete together in one wait, up to this many.
-constexpr unsigned kRecvChain = 4;
 constexpr unsigned kCqeBatch = 64;
 constexpr uint64_t kDrainTimeoutNs = 2'000'000'000;
 
@@ -50,7 +50,7 @@ class UringLoop final : public LoopCore {
   UringLoop(const Config& config, ControlSocket& socket, Dispatcher& dispatcher)
       : LoopCore(config, socket, dispatcher) {}
   ~UringLoop() override;
-  int init();  // 0 or a positive errno value (io_uring_queue_init)
+  bool init(std::string* why);  // false: why io_uring cannot serve here
   const char* name() const override { return "io_uring"; }
   bool run(std::string* error) override;
 
@@ -62,20 +62,13 @@ class UringLoop final : public LoopCore {
     alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage)];
     bool busy = false;
   };
-  struct RxSlot {
-    std::unique_ptr<uint8_t[]> buf;  // kRxBytes, pages touched only by what arrives
-    msghdr mh;
-    iovec iov;
-    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int) * kMaxFdsReceived)];
-  };
   struct Conn {
     int fd = -1;
     uint32_t id = 0;
     Session session;
-    RxSlot rx[kRecvChain];
     std::vector<std::unique_ptr<SendSlot>> slots;
-    unsigned inflight = 0;      // requests in the ring naming fd (and these buffers)
-    unsigned recv_pending = 0;  // receives of the current chain not completed
+    unsigned inflight = 0;  // requests in the ring naming fd (and these buffers)
+    bool recv_armed = false;
     bool closing = false;
   };
 
@@ -91,9 +84,9 @@ class UringLoop final : public LoopCore {
   void on_accept(int res, uint32_t flags);
   void on_signal_read(int res);
   void on_watch(uint64_t bits, int res);
-  void on_recv(Conn& c, uint32_t slot, int res);
+  void on_recv(uint32_t id, int res, uint32_t flags);
   void on_send(Conn& c, uint32_t slot, int res);
-  void respond(Conn& c, RxSlot& r, size_t n);
+  bool respond(Conn& c, const uint8_t* msg, size_t n, msghdr& mh);
   SendSlot& free_slot(Conn& c, uint32_t* index);
   void drop(Conn& c, const char* why);
   void release_if_done(Conn& c);
@@ -102,6 +95,8 @@ class UringLoop final : public LoopCore {
 
   io_uring ring_{};
   bool ring_ok_ = false;
+  UringBuffers bufs_;
+  std::vector<uint32_t> rearm_;  // clients whose receive ended (ENOBUFS): armed after the pass
   int signal_fd_ = -1;
   signalfd_siginfo sig_{};
   bool accept_armed_ = false;
@@ -119,18 +114,38 @@ class UringLoop final : public LoopCore {
   uint64_t enters_ = 0;
 };
 
-int UringLoop::init() {
+// Multishot recvmsg (and the provided-buffer ring it receives into) came with
+// Linux 6.0; io_uring_queue_init alone does not tell.
+bool kernel_has_multishot_recvmsg(std::string* why) {
+  utsname u{};
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return true;
+  if (major >= 6) return true;
+  *why = std::string("multishot recvmsg needs Linux 6.0, this is ") + u.release;
+  return false;
+}
+
+bool UringLoop::init(std::string* why) {
+  if (!kernel_has_multishot_recvmsg(why)) return false;
   io_uring_params p{};
   // One thread submits and reaps: completions run when it waits.
   p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
   int rc = io_uring_queue_init_params(kRingEntries, &ring_, &p);
-  if (rc == -EINVAL) {  // kernels before 6.1
+  if (rc == -EINVAL) {  // Linux 6.0
     p = io_uring_params{};
     rc = io_uring_queue_init_params(kRingEntries, &ring_, &p);
   }
-  if (rc < 0) return -rc;
+  if (rc < 0) {
+    *why = uring_errno_text("io_uring_queue_init", -rc);
+    return false;
+  }
   ring_ok_ = true;
-  return 0;
+  rc = bufs_.init(&ring_);
+  if (rc != 0) {
+    *why = uring_errno_text("io_uring_register_buf_ring", rc);
+    return false;
+  }
+  return true;
 }
 
 UringLoop::~UringLoop() {
@@ -143,6 +158,7 @@ UringLoop::~UringLoop() {
     }
     close(c->fd);
   }
+  if (inflight_ > 0) bufs_.abandon();  // the kernel may still name them: never unmapped
   if (ring_ok_) io_uring_queue_exit(&ring_);
   if (signal_fd_ >= 0) close(signal_fd_);
 }
@@ -180,27 +196,23 @@ void UringLoop::arm_signal() {
 }
 
 void UringLoop::arm_recv(Conn& c) {
-  for (uint32_t i = 0; i < kRecvChain; ++i) {
-    const uint64_t tag = loop_tag(LoopTag::kRecv, (uint64_t{i} << 32) | c.id);
-    io_uring_sqe* s = sqe(tag);
-    if (s == nullptr) {  // only the ones prepared form the chain
-      if (i == 0) drop(c, "disconnected (submission queue full)");
-      return;
-    }
-    RxSlot& r = c.rx[i];
-    prepare_recv(&r.mh, &r.iov, r.buf.get(), r.cbuf, sizeof(r.cbuf));
-    io_uring_prep_recvmsg(s, c.fd, &r.mh, MSG_CMSG_CLOEXEC);
-    io_uring_sqe_set_data64(s, tag);
-    if (i + 1 < kRecvChain) s->flags |= IOSQE_IO_LINK;
-    ++c.inflight;
-    ++c.recv_pending;
+  const uint64_t tag = loop_tag(LoopTag::kRecv, c.id);
+  io_uring_sqe* s = sqe(tag);
+  if (s == nullptr) {  // cannot happen (sqe() submits a full ring): try again next pass
+    rearm_.push_back(c.id);
+    return;
   }
+  io_uring_prep_recvmsg_multishot(s, c.fd, bufs_.templ(), MSG_CMSG_CLOEXEC);
+  s->flags |= IOSQE_BUFFER_SELECT;
+  s->buf_group = UringBuffers::kGroup;
+  io_uring_sqe_set_data64(s, tag);
+  ++c.inflight;
+  c.recv_armed = true;
 }
 
-// Cancels every receive of c's chain still in the ring (again after each of
-// their completions: a link may have started the next one meanwhile).
+// Cancels c's receive if it is in the ring.
 void UringLoop::cancel_recv(Conn& c) {
-  if (c.recv_pending == 0) return;
+  if (!c.recv_armed) return;
   io_uring_sqe* s = sqe(loop_tag(LoopTag::kCancel, 0));
   if (s == nullptr) return;
   io_uring_prep_cancel_fd(s, c.fd, IORING_ASYNC_CANCEL_ALL);
@@ -272,6 +284,11 @@ bool UringLoop::wait_pass(std::string* error) {
     return false;
   }
   reap();
+  for (uint32_t id : rearm_) {
+    auto it = conns_.find(id);
+    if (it != conns_.end() && !it->second->closing && !it->second->recv_armed) arm_recv(*it->second);
+  }
+  rearm_.clear();
   run_timers(now_ns());
   if (accept_retry_ && !accept_armed_ && !stop_) {
     accept_retry_ = false;
@@ -315,13 +332,12 @@ void UringLoop::complete(uint64_t tag, int res, uint32_t flags) {
       return;
     case LoopTag::kRecv:
     case LoopTag::kSend: {
-      auto it = conns_.find(static_cast<uint32_t>(bits));
-      if (it == conns_.end()) return;
       if (loop_tag_kind(tag) == LoopTag::kRecv) {
-        on_recv(*it->second, static_cast<uint32_t>(bits >> 32) % kRecvChain, res);
-      } else {
-        on_send(*it->second, static_cast<uint32_t>(bits >> 32), res);
+        on_recv(static_cast<uint32_t>(bits), res, flags);  // also for a client gone
+        return;
       }
+      auto it = conns_.find(static_cast<uint32_t>(bits));
+      if (it != conns_.end()) on_send(*it->second, static_cast<uint32_t>(bits >> 32), res);
       return;
     }
     default:
@@ -336,7 +352,6 @@ void UringLoop::on_accept(int res, uint32_t flags) {
     c->fd = res;
     if (admit_client(res, live_, &c->session)) {
       c->id = c->session.id;
-      for (RxSlot& r : c->rx) r.buf.reset(new uint8_t[kRxBytes]);
       Conn& ref = *c;
       conns_[c->id] = std::move(c);
       ++live_;
@@ -378,27 +393,40 @@ void UringLoop::on_watch(uint64_t bits, int res) {
   if (run_watch(fd, gen) && !stop_) arm_watch(fd, gen);
 }
 
-void UringLoop::on_recv(Conn& c, uint32_t slot, int res) {
-  --c.inflight;
-  --c.recv_pending;
-  RxSlot& r = c.rx[slot];
-  if (c.closing) {
-    if (res > 0) close_received_fds(r.mh);
-    cancel_recv(c);
-    release_if_done(c);
+// One completion of a client's multishot receive: a message in a provided
+// buffer, the end of the receive (no IORING_CQE_F_MORE), or both.
+void UringLoop::on_recv(uint32_t id, int res, uint32_t flags) {
+  const bool more = (flags & IORING_CQE_F_MORE) != 0;
+  const bool has_buf = (flags & IORING_CQE_F_BUFFER) != 0;
+  const auto bid = static_cast<uint16_t>(flags >> IORING_CQE_BUFFER_SHIFT);
+  const uint8_t* msg = nullptr;
+  size_t len = 0;
+  msghdr mh{};
+  const bool ok = has_buf && bufs_.message(bid, res, &msg, &len, &mh);
+  auto it = conns_.find(id);
+  Conn* c = it == conns_.end() ? nullptr : it->second.get();
+  if (c != nullptr && !more) {
+    --c->inflight;
+    c->recv_armed = false;
+  }
+  if (c == nullptr || c->closing || !ok || len == 0) {
+    if (ok) close_received_fds(mh);  // a message nobody serves
+    if (has_buf) bufs_.recycle(bid);
+    if (c == nullptr) return;
+    if (c->closing) {
+      release_if_done(*c);
+    } else if (res == -ENOBUFS && !more) {
+      rearm_.push_back(id);  // the ring ran dry: again once the pass gave buffers back
+    } else if (ok) {
+      drop(*c, "disconnected");  // zero bytes: the client hung up
+    } else {
+      drop(*c, "disconnected (receive error)");
+    }
     return;
   }
-  if (res < 0) {
-    // -ECANCELED: a receive before it in the chain failed (and dropped c).
-    drop(c, "disconnected (receive error)");
-    return;
-  }
-  if (res == 0) {
-    close_received_fds(r.mh);
-    drop(c, "disconnected");
-    return;
-  }
-  respond(c, r, static_cast<size_t>(res));
+  const bool serving = respond(*c, msg, len, mh);
+  bufs_.recycle(bid);
+  if (serving && !more) rearm_.push_back(id);
 }
 
 UringLoop::SendSlot& UringLoop::free_slot(Conn& c, uint32_t* index) {
@@ -413,19 +441,19 @@ UringLoop::SendSlot& UringLoop::free_slot(Conn& c, uint32_t* index) {
   return *c.slots.back();
 }
 
-// Serves the message in r and queues its response (and the next chain of
-// receives once this one is done).
-void UringLoop::respond(Conn& c, RxSlot& r, size_t n) {
+// Serves one message and queues its response: false when c was dropped (and
+// may be gone).
+bool UringLoop::respond(Conn& c, const uint8_t* msg, size_t n, msghdr& mh) {
   uint32_t index = 0;
   SendSlot& slot = free_slot(c, &index);
   bool close_after = false;
-  serve_message(c.session, r.buf.get(), n, r.mh, &slot.buf, &out_fds_, &close_after);
+  serve_message(c.session, msg, n, mh, &slot.buf, &out_fds_, &close_after);
   ++served_;
   const uint64_t tag = loop_tag(LoopTag::kSend, (uint64_t{index} << 32) | c.id);
   io_uring_sqe* s = sqe(tag);
   if (s == nullptr) {
     drop(c, "disconnected (submission queue full)");
-    return;
+    return false;
   }
   prepare_send(&slot.mh, &slot.iov, slot.buf, out_fds_, slot.cbuf);
   io_uring_prep_sendmsg(s, c.fd, &slot.mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -440,9 +468,9 @@ void UringLoop::respond(Conn& c, RxSlot& r, size_t n) {
   }
   if (close_after) {
     drop(c, "disconnected (protocol violation)");
-    return;
+    return false;
   }
-  if (c.recv_pending == 0) arm_recv(c);
+  return true;
 }
 
 void UringLoop::on_send(Conn& c, uint32_t slot, int res) {
@@ -500,20 +528,31 @@ void UringLoop::drain() {
 
 }  // namespace
 
+std::string uring_errno_text(const char* call, int err) {
+  std::string s = std::string(call) + ": " + std::strerror(err);
+  if (err == EPERM || err == EACCES)
+    s += " - a seccomp profile or kernel.io_uring_disabled forbids it";
+  if (err == ENOSYS) s += " - the kernel was built without io_uring";
+  return s;
+}
+
 std::unique_ptr<LoopCore> make_uring_loop(const Config& config, ControlSocket& socket,
-                                          Dispatcher& dispatcher, int* err) {
+                                          Dispatcher& dispatcher, std::string* why) {
   auto loop = std::make_unique<UringLoop>(config, socket, dispatcher);
-  *err = loop->init();
-  if (*err != 0) return nullptr;
+  if (!loop->init(why)) return nullptr;
   return loop;
 }
 
-int probe_uring() {
+bool probe_uring(std::string* why) {
+  if (!kernel_has_multishot_recvmsg(why)) return false;
   io_uring ring;
   const int rc = io_uring_queue_init(4, &ring, 0);
-  if (rc < 0) return -rc;
+  if (rc < 0) {
+    *why = uring_errno_text("io_uring_queue_init", -rc);
+    return false;
+  }
   io_uring_queue_exit(&ring);
-  return 0;
+  return true;
 }
 
 }  // namespace burst::burstd
