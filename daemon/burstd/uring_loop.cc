@@ -347,6 +347,10 @@ void UringLoop::complete(uint64_t tag, int res, uint32_t flags) {
 
 void UringLoop::on_accept(int res, uint32_t flags) {
   if (!(flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (res >= 0 && stop_) {  // accepted while stopping: not served
+    close(res);
+    return;
+  }
   if (res >= 0) {
     auto c = std::make_unique<Conn>();
     c->fd = res;
