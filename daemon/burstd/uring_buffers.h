@@ -44,7 +44,9 @@ class UringBuffers {
 
  private:
   static constexpr size_t kControl = CMSG_SPACE(sizeof(int) * LoopCore::kMaxFdsReceived);
-  static constexpr size_t kSize = sizeof(io_uring_recvmsg_out) + kControl + LoopCore::kRxBytes;
+  // Rounded to a cache line: every buffer starts aligned for the header and cmsghdr.
+  static constexpr size_t kSize =
+      (sizeof(io_uring_recvmsg_out) + kControl + LoopCore::kRxBytes + 63) & ~size_t{63};
 
   io_uring* ring_ = nullptr;
   io_uring_buf_ring* br_ = nullptr;
