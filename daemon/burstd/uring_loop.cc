@@ -95,6 +95,7 @@ class UringLoop final : public LoopCore {
 
   io_uring ring_{};
   bool ring_ok_ = false;
+  bool finished_ = false;  // run() returned
   UringBuffers bufs_;
   std::vector<uint32_t> rearm_;  // clients whose receive ended (ENOBUFS): armed after the pass
   int signal_fd_ = -1;
@@ -255,6 +256,7 @@ bool UringLoop::run(std::string* error) {
   while (!stop_) {
     if (!wait_pass(error)) return false;
   }
+  finished_ = true;  // no watch fn runs after run() (their owners may be gone)
   sd_notify(0, "STOPPING=1\nSTATUS=stopping");
   BURSTD_INFO("io_uring: %llu requests served in %llu io_uring_enter calls",
               static_cast<unsigned long long>(served_), static_cast<unsigned long long>(enters_));
@@ -388,6 +390,7 @@ void UringLoop::on_signal_read(int res) {
 void UringLoop::on_watch(uint64_t bits, int res) {
   const int fd = static_cast<int>(static_cast<uint32_t>(bits));
   const uint32_t gen = static_cast<uint32_t>(bits >> 32);
+  if (finished_) return;
   if (res < 0) {
     if (res != -ECANCELED) BURSTD_WARN("watching fd %d: %s", fd, std::strerror(-res));
     return;
