@@ -21,6 +21,7 @@ PKGS=(
   ucx-utils openmpi-bin netpipe-openmpi   # consumers over burst in tests: UCX, Open MPI + NetPIPE
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
   libcap-ng-dev                           # burstd drops capabilities after start-up
+  liburing-dev                            # burstd's control-thread loop (io_uring; epoll fallback)
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
   dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
   python3-matplotlib                      # bench/: plots in docs/benchmarks.md

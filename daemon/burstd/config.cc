@@ -66,6 +66,9 @@ constexpr Word<ZeroCopy> kZeroCopy[] = {
     {"auto", ZeroCopy::kAuto}, {"on", ZeroCopy::kOn}, {"off", ZeroCopy::kOff}};
 constexpr Word<Hugepages> kHugepages[] = {
     {"auto", Hugepages::kAuto}, {"on", Hugepages::kOn}, {"off", Hugepages::kOff}};
+constexpr Word<EventLoopKind> kEventLoops[] = {{"auto", EventLoopKind::kAuto},
+                                                {"uring", EventLoopKind::kUring},
+                                                {"epoll", EventLoopKind::kEpoll}};
 constexpr Word<bool> kOnOff[] = {{"on", true}, {"off", false}};
 constexpr Word<uint8_t> kMemory[] = {{"cma", BURST_CTL_MEM_CMA}, {"shm", BURST_CTL_MEM_SHM}};
 
@@ -205,6 +208,7 @@ constexpr Key kKeys[] = {
      "IPv4 addresses with prefix length, comma-separated (10.0.0.1/24); IPv6 needs neighbour "
      "discovery, which burst does not do itself yet"},
     {"log_level", text<&Config::log_level, log_level>, "error, warning, info or debug"},
+    {"event_loop", one_of<&Config::event_loop, kEventLoops>, "auto, uring or epoll"},
 };
 // clang-format on
 
@@ -213,6 +217,7 @@ constexpr Key kKeys[] = {
 const char* backend_kind_name(BackendKind b) { return word_of(kBackends, b, "loopback"); }
 const char* xdp_mode_name(XdpMode m) { return word_of(kXdpModes, m, "auto"); }
 const char* zero_copy_name(ZeroCopy z) { return word_of(kZeroCopy, z, "auto"); }
+const char* event_loop_name(EventLoopKind k) { return word_of(kEventLoops, k, "auto"); }
 
 bool have_dpdk_backend() { return port::have_backend(port::Kind::kDpdk); }
 

@@ -30,6 +30,8 @@
 //   command_timeout_ms = 2000
 //   max_clients = 1024
 //   log_level = info         # error | warning | info | debug
+//   event_loop = auto        # auto | uring | epoll: the control thread's loop (auto:
+//                            # io_uring, epoll where io_uring cannot be set up)
 //   # backend = dpdk (datapath/dpdk/dpdk_port.h):
 //   dpdk_port = net_af_packet0,iface=eth0,qpairs=2   # vdev devargs or a PCI address;
 //                            # default with a netdev: net_af_packet on it, one qpair per worker
@@ -54,6 +56,7 @@ enum class BackendKind : uint8_t { kXdp, kLoopback, kDpdk };
 enum class Hugepages : uint8_t { kAuto, kOn, kOff };
 enum class XdpMode : uint8_t { kAuto, kNative, kGeneric };
 enum class ZeroCopy : uint8_t { kAuto, kOn, kOff };
+enum class EventLoopKind : uint8_t { kAuto, kUring, kEpoll };
 
 struct Config {
   std::string netdev;
@@ -86,6 +89,7 @@ struct Config {
   uint32_t command_timeout_ms = 2000;
   uint32_t max_clients = 1024;
   std::string log_level = "info";
+  EventLoopKind event_loop = EventLoopKind::kAuto;
   // backend = dpdk
   std::string dpdk_port;
   std::string dpdk_eal;
@@ -110,6 +114,7 @@ bool validate_config(const Config& c, std::string* error);
 const char* backend_kind_name(BackendKind b);
 const char* xdp_mode_name(XdpMode m);
 const char* zero_copy_name(ZeroCopy z);
+const char* event_loop_name(EventLoopKind k);
 // Whether this burstd was built with the DPDK backend.
 bool have_dpdk_backend();
 

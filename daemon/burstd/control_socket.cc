@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 
 namespace burst::burstd {
@@ -35,7 +37,7 @@ bool ensure_parent(const std::string& path, std::string* error) {
   return true;
 }
 
-// What answers at `path`: 0 and *pid when a live daemon accepted a connection,
+// What answers at `path`: 0 and *pid when a daemon accepted a connection,
 // ECONNREFUSED for a stale socket, another errno otherwise.
 int probe(const sockaddr_un& sa, pid_t* pid) {
   const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -50,6 +52,25 @@ int probe(const sockaddr_un& sa, pid_t* pid) {
   }
   close(fd);
   return e;
+}
+
+// Whether the process that answered a probe still runs. A daemon killed with
+// SIGKILL while its io_uring held the listening socket (a multishot accept)
+// leaves that socket accepting until the kernel has torn the ring down, after
+// the process is gone: its pid is then dead, or a zombie not reaped yet. Pid 0
+// (a daemon in another pid namespace) counts as alive.
+bool alive(pid_t pid) {
+  if (pid <= 0) return true;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (f == nullptr) return errno != ENOENT;
+  char line[512];
+  const bool got = std::fgets(line, sizeof(line), f) != nullptr;
+  std::fclose(f);
+  const char* close_paren = got ? std::strrchr(line, ')') : nullptr;  // "pid (comm) S ..."
+  return close_paren == nullptr || close_paren[1] != ' ' || close_paren[2] != 'Z';
 }
 
 // Owner and group first (chown may clear mode bits), then the mode; lchown
@@ -102,13 +123,13 @@ std::unique_ptr<ControlSocket> ControlSocket::Bind(const std::string& path,
     }
     pid_t pid = 0;
     const int e = probe(sa, &pid);
-    if (e == 0) {
+    if (e == 0 && alive(pid)) {
       *error = "control socket " + path + " is in use by a running burstd" +
                (pid > 0 ? " (pid " + std::to_string(pid) + ")" : std::string()) +
                ": stop it, or give this one another --socket PATH";
       return nullptr;
     }
-    if (e != ECONNREFUSED) {
+    if (e != 0 && e != ECONNREFUSED) {
       *error = errno_text("cannot check the existing control socket " + path, e);
       return nullptr;
     }

@@ -2,8 +2,10 @@
 // burstd's control socket: a unix SOCK_SEQPACKET socket at a path, so several
 // burstd can run on one machine (one per network namespace, each with its own
 // --socket). Bind() refuses a path that a live daemon answers on, replaces a
-// stale socket file left by a daemon that died, and never removes anything that
-// is not a socket. The destructor removes the file if it is still the one bound.
+// stale socket file left by a daemon that died (also one that still answers for
+// a moment: a dead daemon's io_uring is torn down after the process), and never
+// removes anything that is not a socket. The destructor removes the file if it
+// is still the one bound.
 //
 // Access policy (burstd.conf socket_owner, socket_group, socket_mode): the file
 // gets its owner, group and mode after bind() and before listen(), so nobody can

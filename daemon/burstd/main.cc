@@ -4,6 +4,7 @@
 //
 //   burstd [--config FILE] [--netdev IF] [--backend xdp|loopback] [--workers N]
 //          [--socket PATH] [--xdp-mode auto|native|generic] [--log-level LEVEL]
+//          [--event-loop auto|uring|epoll]
 //
 // Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start (the reason is the
 // last line on stderr), 2 for a bad command line.
@@ -90,7 +91,7 @@ int run(int argc, char** argv) {
 
   CLI::App app{"burstd: the burst soft-RoCE daemon (runs in the foreground)"};
   std::string config_path = kDefaultConfigPath;
-  std::string netdev, backend, socket_path, xdp_mode, log_level;
+  std::string netdev, backend, socket_path, xdp_mode, log_level, event_loop;
   uint32_t workers = 0;
   auto* config_opt =
       app.add_option("--config", config_path, "configuration file")->capture_default_str();
@@ -105,6 +106,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "native", "generic"}));
   app.add_option("--log-level", log_level, "error, warning, info or debug")
       ->check(CLI::IsMember({"error", "warning", "info", "debug"}));
+  app.add_option("--event-loop", event_loop, "the control thread's loop")
+      ->check(CLI::IsMember({"auto", "uring", "epoll"}));
   app.set_version_flag("--version", "burstd " BURST_VERSION_STRING);
   try {
     app.parse(argc, argv);
@@ -121,12 +124,14 @@ int run(int argc, char** argv) {
                                                                   {"backend", &backend},
                                                                   {"socket", &socket_path},
                                                                   {"xdp_mode", &xdp_mode},
-                                                                  {"log_level", &log_level}};
+                                                                  {"log_level", &log_level},
+                                                                  {"event_loop", &event_loop}};
   for (const auto& [key, value] : overrides) {
     if (!value->empty() && !set_config_value(&config, key, *value, &err)) return fail(err);
   }
   if (workers != 0) config.workers = workers;
   if (!validate_config(config, &err)) return fail(err);
+  if (!check_event_loop(config, &err)) return fail(err);
   LogLevel level;
   parse_log_level(config.log_level, &level);
   set_log_level(level);

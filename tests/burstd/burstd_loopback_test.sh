@@ -10,13 +10,16 @@
 #     replaced, a path that is not a socket is never removed;
 #   - clear start-up errors (bad config key with its line, no netdev for xdp);
 #   - SIGTERM: exit 0, socket removed.
-# Usage: burstd_loopback_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT
+# Usage: burstd_loopback_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT [EVENT_LOOP]
+#   EVENT_LOOP (auto, uring or epoll; default auto): burstd.conf event_loop, and
+#   the control loop burstd must report ("auto": whichever it chose).
 # Exit: 0 pass, 1 fail.
 set -uo pipefail
 
 BURSTD=${1:?usage: burstd_loopback_test.sh BURSTD BURSTCTL CTL_TEST_CLIENT}
 BURSTCTL=${2:?}
 CLIENT=${3:?}
+EVENT_LOOP=${4:-auto}
 
 fail() { echo "FAIL: $*"; [[ -f ${TMP:-}/burstd.log ]] && { echo "--- burstd log:"; cat "$TMP/burstd.log"; }; exit 1; }
 log() { echo "--- $*"; }
@@ -66,6 +69,7 @@ backend = loopback
 workers = 3          # overridden by --workers 2
 log_level = debug
 idle_sleep_max_us = 2000
+event_loop = $EVENT_LOOP
 CONF
 timeout 20 "$CLIENT" notify-listen "$TMP/notify" 15000 >"$TMP/notify.out" 2>&1 &
 NPID=$!
@@ -79,6 +83,13 @@ wait_socket "$SOCK" 10 || fail "burstd did not come up"
 wait "$NPID" || fail "no sd_notify message: $(cat "$TMP/notify.out")"
 grep -q "READY=1" "$TMP/notify.out" || fail "sd_notify without READY=1: $(cat "$TMP/notify.out")"
 [[ $(stat -c %a "$SOCK") == 666 ]] || fail "socket mode $(stat -c %a "$SOCK"), want 666"
+case $EVENT_LOOP in
+  uring) want_loop="io_uring" ;;
+  epoll) want_loop="epoll" ;;
+  *) want_loop="" ;;
+esac
+grep -q "control loop: $want_loop" "$TMP/burstd.log" || fail "control loop is not '$want_loop'"
+grep "control loop:" "$TMP/burstd.log"
 
 log "burstctl status (table and JSON)"
 ctl status >"$TMP/status.txt" || fail "burstctl status"
