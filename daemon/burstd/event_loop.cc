@@ -51,15 +51,78 @@ EventLoop::~EventLoop() {
   while (!conns_.empty()) drop(conns_.begin()->first, "disconnected: burstd is stopping");
   if (signal_fd_ >= 0) close(signal_fd_);
   if (timer_fd_ >= 0) close(timer_fd_);
+  if (deadline_fd_ >= 0) close(deadline_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
-bool EventLoop::run(std::string* error) {
+bool EventLoop::setup_fds() {
+  if (epoll_fd_ >= 0) return true;
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   sigset_t set = handled_signals();
   signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-  if (epoll_fd_ < 0 || signal_fd_ < 0 || timer_fd_ < 0) {
+  deadline_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (epoll_fd_ < 0 || signal_fd_ < 0 || timer_fd_ < 0 || deadline_fd_ < 0) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  for (int fd : {signal_fd_, timer_fd_, deadline_fd_}) {
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) return false;
+  }
+  return true;
+}
+
+void EventLoop::watch_readable(int fd, std::function<void()> fn) {
+  if (!setup_fds()) {
+    BURSTD_ERROR("event loop: cannot watch fd %d: %s", fd, std::strerror(errno));
+    return;
+  }
+  const bool known = watches_.count(fd) != 0;
+  watches_[fd] = std::move(fn);
+  if (known) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    BURSTD_ERROR("event loop: epoll_ctl(ADD %d): %s", fd, std::strerror(errno));
+    watches_.erase(fd);
+  }
+}
+
+void EventLoop::unwatch(int fd) {
+  if (watches_.erase(fd) == 0) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void EventLoop::set_deadline(uint64_t deadline_ns, std::function<void()> fn) {
+  if (!setup_fds()) {
+    BURSTD_ERROR("event loop: cannot set a deadline: %s", std::strerror(errno));
+    return;
+  }
+  itimerspec at{};  // all zero: disarmed
+  if (deadline_ns != UINT64_MAX) {
+    deadline_fn_ = std::move(fn);
+    if (deadline_ns == 0) deadline_ns = 1;  // 0 would disarm: due now
+    at.it_value.tv_sec = static_cast<time_t>(deadline_ns / 1'000'000'000u);
+    at.it_value.tv_nsec = static_cast<long>(deadline_ns % 1'000'000'000u);
+  } else {
+    deadline_fn_ = nullptr;
+  }
+  timerfd_settime(deadline_fd_, TFD_TIMER_ABSTIME, &at, nullptr);
+}
+
+void EventLoop::on_deadline() {
+  uint64_t expirations = 0;
+  // Nothing to read: the deadline was replaced after epoll reported it.
+  if (read(deadline_fd_, &expirations, sizeof(expirations)) <= 0 || expirations == 0) return;
+  // The function may set the next deadline: it is moved out first.
+  std::function<void()> fn = std::move(deadline_fn_);
+  deadline_fn_ = nullptr;
+  if (fn) fn();
+}
+
+bool EventLoop::run(std::string* error) {
+  if (!setup_fds()) {
     *error = std::string("cannot set up the event loop: ") + std::strerror(errno);
     return false;
   }
@@ -67,15 +130,11 @@ bool EventLoop::run(std::string* error) {
   ev.events = EPOLLIN;
   ev.data.fd = socket_.fd();
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, socket_.fd(), &ev);
-  ev.data.fd = signal_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, signal_fd_, &ev);
   itimerspec period{};
   period.it_interval.tv_sec = config_.client_check_ms / 1000;
   period.it_interval.tv_nsec = static_cast<long>(config_.client_check_ms % 1000) * 1'000'000;
   period.it_value = period.it_interval;
   timerfd_settime(timer_fd_, 0, &period, nullptr);
-  ev.data.fd = timer_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, timer_fd_, &ev);
 
   sd_notifyf(0, "READY=1\nSTATUS=serving on %s", socket_.path().c_str());
   BURSTD_INFO("ready: control socket %s", socket_.path().c_str());
@@ -100,6 +159,11 @@ bool EventLoop::run(std::string* error) {
         while (read(timer_fd_, &expirations, sizeof(expirations)) > 0) {
         }
         dispatcher_.check_clients();
+      } else if (fd == deadline_fd_) {
+        on_deadline();
+      } else if (auto w = watches_.find(fd); w != watches_.end()) {
+        std::function<void()> fn = w->second;  // fn may unwatch (erase) itself
+        fn();
       } else {
         auto it = conns_.find(fd);
         if (it != conns_.end()) serve(*it->second, events[i].events);

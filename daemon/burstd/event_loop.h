@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // The control thread's event loop: epoll over the listening socket, the clients,
-// a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored) and a
-// timerfd for the periodic client check (exec / credential changes).
+// a signalfd (SIGTERM / SIGINT stop burstd, SIGHUP is logged and ignored), a
+// timerfd for the periodic client check (exec / credential changes), and for
+// the connection manager (daemon/burstd/cm_service.h) descriptors watched for
+// readability (QP1's eventfd) and one deadline (IB CM retries and timeouts).
 // Plain epoll rather than liburing: a handful of control messages per second
 // need no batching, and io_uring is often disabled in containers (seccomp
 // profiles, kernel.io_uring_disabled) where burstd must still start.
@@ -11,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -33,6 +36,16 @@ class EventLoop {
   // objects). Returns false if the loop could not be set up (*error).
   bool run(std::string* error);
 
+  // Level-triggered: fn runs on the control thread while fd is readable (it
+  // must consume what makes fd readable, or it runs again). One fn per fd; a
+  // second call replaces it. fd stays owned by the caller, who unwatches it
+  // before closing it. fn may call unwatch / set_deadline.
+  void watch_readable(int fd, std::function<void()> fn);
+  void unwatch(int fd);
+  // One deadline (CLOCK_MONOTONIC ns; UINT64_MAX: none): fn runs once on the
+  // control thread when it passes. Each call replaces the previous one.
+  void set_deadline(uint64_t deadline_ns, std::function<void()> fn);
+
  private:
   struct Conn {
     int fd = -1;
@@ -42,6 +55,8 @@ class EventLoop {
   void serve(Conn& c, uint32_t events);
   void drop(int fd, const char* why);
   bool on_signal();  // true: stop
+  bool setup_fds();  // epoll, signalfd, timerfds (idempotent): false with errno
+  void on_deadline();
 
   const Config& config_;
   ControlSocket& socket_;
@@ -49,6 +64,9 @@ class EventLoop {
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
   int timer_fd_ = -1;  // every client_check_ms: Dispatcher::check_clients
+  int deadline_fd_ = -1;  // set_deadline (absolute CLOCK_MONOTONIC)
+  std::map<int, std::function<void()>> watches_;  // by fd
+  std::function<void()> deadline_fn_;
   uint32_t next_client_ = 1;
   std::map<int, std::unique_ptr<Conn>> conns_;  // by fd
   std::vector<uint8_t> rx_;

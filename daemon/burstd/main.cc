@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "daemon/burstd/access.h"
+#include "daemon/burstd/cm_service.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/control_socket.h"
 #include "daemon/burstd/device.h"
@@ -165,10 +166,15 @@ int run(int argc, char** argv) {
     Dispatcher dispatcher(config, *device, resources);
     device->start();
     EventLoop loop(config, *sock, dispatcher);
+#ifdef BURSTD_WITH_CM
+    CmService cm(*device, device->gsi(), resources, loop);
+    dispatcher.set_cm(&cm);
+#endif
     if (!loop.run(&err)) {
       BURSTD_ERROR("%s", err.c_str());
       rc = 1;
     }
+    dispatcher.set_cm(nullptr);  // every session is closed: the CM goes first
   }  // clients closed and their objects released while the workers still run
   device->stop();
   device.reset();  // workers, queues, then the XDP program is detached
