@@ -101,6 +101,8 @@ extern "C" {
 #define BURST_RDMA_CM_PATH "/dev/infiniband/rdma_cm"
 #define BURST_RDMA_CM_CDEV_MAJOR 10
 #define BURST_RDMA_CM_CDEV_MINOR 58
+/* class/misc/rdma_cm/abi_version: the UCMA ABI (RDMA_USER_CM_ABI_VERSION). */
+#define BURST_RDMA_CM_ABI_VERSION 4
 
 /* One completion event as read() returns it from a channel fd: the kernel
  * UAPI's struct ib_uverbs_comp_event_desc. */

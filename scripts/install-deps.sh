@@ -18,6 +18,7 @@ PKGS=(
   iputils-ping netcat-openbsd iperf3      # kernel traffic alongside RDMA in tests
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
   ucx-utils openmpi-bin netpipe-openmpi   # consumers over burst in tests: UCX, Open MPI + NetPIPE
+  rdmacm-utils qperf libfabric-bin        # rdma_cm consumers: rping, ucmatose, udaddy, qperf -cm1, fi_pingpong
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
   libcap-ng-dev                           # burstd drops capabilities after start-up
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)

@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# The rdma_cm relay (docs/cm.md): the shim's /dev/infiniband/rdma_cm against a
+# fake burstd (ucma_shim_test: the test links the shim, whose open/fstat/
+# write/close interpose on libc's as under LD_PRELOAD), and unmodified
+# librdmacm tools between two burstd (netns.cm_ucma: ucma_test.sh).
+if(TARGET burst_shim)
+  add_executable(ucma_shim_test ucma_shim_test.cc)
+  target_include_directories(ucma_shim_test PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(ucma_shim_test PRIVATE burst_abi burst_shim GTest::gtest_main
+                                               burst_options Threads::Threads)
+  gtest_discover_tests(ucma_shim_test TEST_PREFIX "cm.")
+endif()
+
+if(TARGET burstctl AND TARGET burstd AND TARGET burst_provider AND BURST_WITH_XDP)
+  set(_ucma_env "")
+  if(BURST_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+                    OUTPUT_VARIABLE _ucma_asan OUTPUT_STRIP_TRAILING_WHITESPACE)
+    set(_ucma_env "BURST_TEST_PRELOAD=${_ucma_asan}")
+  endif()
+  if(NOT BURST_SANITIZE OR CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    burst_netns_provider_test(netns.cm_ucma ucma_test.sh 900 "netns;cm;xdp;slow" "${_ucma_env}"
+      $<TARGET_FILE:burstctl> $<TARGET_FILE:burstd>)
+  endif()
+endif()

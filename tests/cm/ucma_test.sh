@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# Unmodified librdmacm binaries between two burstd (docs/cm.md): one burstd per
+# network namespace, joined by a veth pair (AF_XDP backend on each end):
+#   A: a0 10.47.0.1/24   <--veth-->   B: b0 10.47.0.2/24
+# Every application runs under `burstctl run` (its preloaded shim serves
+# /dev/infiniband/rdma_cm from burstd); server in A, client in B, both must
+# exit 0. Then a connect to a port nobody listens on must end in
+# RDMA_CM_EVENT_REJECTED (the peer's CM answers REJ), not a timeout.
+# Usage: ucma_test.sh BURSTCTL BURSTD [CASES...]   (CASES: names below; default all)
+# Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA,
+# burstd without a connection manager).
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/../netns/lib.sh"
+source "$HERE/../provider/lib_apps.sh"
+
+BURSTCTL=${1:?usage: ucma_test.sh BURSTCTL BURSTD [CASES...]}
+BURSTD=${2:?usage: ucma_test.sh BURSTCTL BURSTD [CASES...]}
+shift 2
+CASES=("$@")
+
+netns_require_root "network namespaces, veth, XDP"
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
+netns_require_tools "rdmacm-utils" rping ucmatose udaddy rdma_server rdma_client
+netns_require_tools "perftest" ib_write_bw ib_send_lat
+netns_require_sysfs_path
+netns_require_built "$BURSTCTL" "$BURSTD"
+
+netns_pair burst-ucma
+REPORT=${BURST_UCMA_REPORT:-$TMP/report.txt}
+: >"$REPORT"
+netns_cmd_env
+
+netns_link_ab a0 10.47.0.1 b0 10.47.0.2
+inA ping -c1 -W2 10.47.0.2 >/dev/null || fail "no IP connectivity over the veth"
+
+netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "in $NA" --backend xdp --netdev a0 \
+  --workers 1
+netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "in $NB" --backend xdp --netdev b0 \
+  --workers 1
+
+runA() { brun_in "$NA" a0 "$TMP/a.sock" "$T" "$@"; }
+runB() { brun_in "$NB" b0 "$TMP/b.sock" "$T" "$@"; }
+
+# A burstd without the connection manager answers the channel's open with
+# ENODEV: librdmacm then says so. Skip rather than fail every case.
+T=20
+runB rping -c -a 10.47.0.1 -p 1 -C 1 >"$TMP/probe" 2>&1
+if grep -q -E "No RDMA devices|rdma_create_event_channel" "$TMP/probe"; then
+  cat "$TMP/probe"
+  skip "burstd has no connection manager (rdma_create_event_channel fails: built without cm/)"
+fi
+
+FAILED=()
+want() {
+  [[ ${#CASES[@]} -eq 0 ]] && return 0
+  local c
+  for c in "${CASES[@]}"; do [[ $c == "$1" ]] && return 0; done
+  return 1
+}
+
+# ucma_pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
+# client in B (10.47.0.1 appended), retried while the server is not listening
+# yet (REJECTED / connection refused); both must exit 0.
+ucma_pair() {
+  local name=$1 t=$2
+  shift 2
+  want "$name" || return 0
+  local sargs=() cargs=()
+  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
+  shift
+  cargs=("$@")
+  log "$name: ${sargs[*]}  <->  ${cargs[*]} 10.47.0.1"
+  local so="$TMP/$name.server" co="$TMP/$name.client"
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev a0 \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$so" 2>&1 &
+  local spid=$!
+  BG_PIDS+=("$spid")
+  sleep 1
+  local crc=1
+  for _ in 1 2 3 4 5; do
+    brun_in "$NB" b0 "$TMP/b.sock" "$t" "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
+    crc=$?
+    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected" "$co" || break
+    sleep 1
+  done
+  wait "$spid"
+  local src=$?
+  if [[ $src -ne 0 || $crc -ne 0 ]]; then
+    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
+    FAILED+=("$name")
+    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
+    return 1
+  fi
+  {
+    echo "== $name: ${sargs[*]}  <->  ${cargs[*]} 10.47.0.1"
+    grep -E "$PAIR_REPORT_RE" "$co" | head -"$PAIR_REPORT_LINES"
+  } >>"$REPORT"
+  return 0
+}
+PAIR_REPORT_RE="bytes in|usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|completed|ping data"
+PAIR_REPORT_LINES=12
+
+# rping: -V checks every ping's data on both sides, -v prints it.
+ucma_pair rping 60 rping -s -a 10.47.0.1 -v -V -C 10 -- rping -c -v -V -C 10 -a
+ucma_pair ucmatose 60 ucmatose -C 10 -- ucmatose -C 10 -s
+ucma_pair udaddy 60 udaddy -C 10 -- udaddy -C 10 -s
+ucma_pair rdma_server 60 rdma_server -- rdma_client -s
+ucma_pair ib_write_bw 90 ib_write_bw -R -d burst0 -n 1000 -- ib_write_bw -R -d burst0 -n 1000
+ucma_pair ib_send_lat 90 ib_send_lat -R -d burst0 -n 1000 -- ib_send_lat -R -d burst0 -n 1000
+
+# Nobody listens on port 9: the peer's CM rejects the REQ (IBA: invalid
+# service ID), well before the connect could time out.
+if want reject; then
+  log "reject: rping -c to a port nobody listens on"
+  T=20
+  runB rping -c -a 10.47.0.1 -p 9 -C 1 -v >"$TMP/reject" 2>&1
+  if grep -q "RDMA_CM_EVENT_REJECTED" "$TMP/reject"; then
+    echo "== reject: $(grep -m1 RDMA_CM_EVENT_REJECTED "$TMP/reject")" >>"$REPORT"
+  else
+    cat "$TMP/reject"
+    FAILED+=(reject)
+    echo "reject FAIL (no RDMA_CM_EVENT_REJECTED)" >>"$REPORT"
+  fi
+fi
+
+echo "=== report"
+cat "$REPORT"
+for side in a b; do
+  if grep -q -E "AddressSanitizer|runtime error|terminate called" "$TMP/burstd-$side.log"; then
+    cat "$TMP/burstd-$side.log"
+    FAILED+=("burstd-$side")
+  fi
+done
+[[ ${#FAILED[@]} -eq 0 ]] || fail "failed: ${FAILED[*]}"
+echo "PASS"
