@@ -177,7 +177,7 @@ Status Engine::create_qp(const QpInitAttr& init, uint32_t* qpn) {
   uint32_t slot;
   if (init.gsi) {
     slot = config_.max_qps;
-    if (qps_[slot].in_use) return Errc::kBusy;
+    if (qps_[slot].in_use || gsi_ != nullptr) return Errc::kBusy;  // QP1 is the datapath's
   } else {
     if (free_qps_.empty()) return Errc::kNoMemory;
     slot = free_qps_.back();
@@ -521,11 +521,15 @@ bool Engine::make_path(const Address& ah, uint32_t src_qpn, uint32_t dest_qpn,
   p.traffic_class = ah.traffic_class;
   p.hop_limit = ah.hop_limit;
   p.flow_label = ah.flow_label & 0xFFFFF;
+  p.udp_sport = udp_sport_for(src_qpn, dest_qpn);
+  return true;
+}
+
+uint16_t Engine::udp_sport_for(uint32_t src_qpn, uint32_t dest_qpn) {
   // Flow entropy for ECMP: a hash of the QP pair in the dynamic port range.
   uint32_t h = (src_qpn * 0x9E3779B1u) ^ (dest_qpn * 0x85EBCA6Bu);
   h ^= h >> 15;
-  p.udp_sport = static_cast<uint16_t>(0xC000 | (h & 0x3FFF));
-  return true;
+  return static_cast<uint16_t>(0xC000 | (h & 0x3FFF));
 }
 
 }  // namespace burst::core

@@ -39,6 +39,10 @@
 // flushed and the QP goes to ERR (core/copy_failure.cc). Counted in
 // EngineCounters::mem_space_*_errors.
 //
+// QP1: the engine owning QPN 1 may have a GsiChannel attached (attach_gsi,
+// core/gsi.h): frames for DQPN 1 then go to the control thread's CM as MADs and
+// MADs it queued leave as UD SEND_ONLY frames from QP1; no verbs QP1 exists then.
+//
 // Threading: every member runs on the owning worker thread (the control-plane
 // calls too: burstd forwards them to the worker). The MrTable is shared with the
 // control plane (see mr.h for its contract).
@@ -51,6 +55,7 @@
 #include "core/copy/copy_engine.h"
 #include "core/counters.h"
 #include "core/cq.h"
+#include "core/gsi.h"
 #include "core/mr.h"
 #include "core/qp.h"
 #include "core/status.h"
@@ -175,7 +180,17 @@ class Engine {
   void rx_burst(const datapath::Frame* frames, uint32_t n, uint64_t now_ns);
   uint32_t tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns);
   void tick(uint64_t now_ns);
-  bool tx_pending() const { return tx_count_ != 0; }
+  bool tx_pending() const {
+    return tx_count_ != 0 || (gsi_ != nullptr && gsi_->tx_pending());
+  }
+
+  // QP1 in the datapath (core/gsi.h; the engine owning QPN 1, before traffic):
+  // frames for DQPN 1 go to `channel`'s rx ring, MADs queued on it are sent
+  // from QP1 (BTH PSNs from initial_psn; the kernel starts QP1 at 0). nullptr
+  // detaches. kBusy while a verbs QP1 exists; create_qp(gsi) is then kBusy.
+  Status attach_gsi(GsiChannel* channel, uint32_t initial_psn = 0);
+  // The UDP source port of a QP pair's frames (flow entropy for ECMP).
+  static uint16_t udp_sport_for(uint32_t src_qpn, uint32_t dest_qpn);
 
   const EngineCounters& counters() const { return counters_; }
   const EngineConfig& config() const { return config_; }
@@ -335,6 +350,10 @@ class Engine {
   void mcast_detach_all(uint32_t qpn);
   Build build_ud_send(Qp& qp, datapath::Frame& buf);
 
+  // gsi.cc: QP1 in the datapath.
+  void gsi_receive(const wire::PacketView& pv);
+  uint32_t gsi_build(datapath::Frame* bufs, uint32_t n);
+
   // rx_dispatch.cc.
   bool rx_write_middle(const wire::PacketView& pv, Qp*& qp);
   bool rx_write_middle_on(Qp& qp, const wire::PacketView& pv);
@@ -363,6 +382,9 @@ class Engine {
   std::vector<uint32_t> timer_list_;  // QP slots with an armed timer
   uint64_t next_timer_ns_ = 0;        // earliest deadline in timer_list_ (0 = none)
   uint16_t ipv4_id_ = 1;
+  GsiChannel* gsi_ = nullptr;  // attach_gsi (QPN 1's owner); nullptr: no GSI here
+  Psn gsi_psn_{0};             // QP1's next BTH PSN
+  bool gsi_notify_ = false;    // rx_burst delivered MADs: notify once at its end
   // Read-ahead of cross-memory transmit payload (space_read).
   static constexpr uint32_t kTxStageBytes = 64 * 1024;
   struct TxStage {

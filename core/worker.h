@@ -77,17 +77,18 @@ class Handoff {
 
   // Control plane, before the workers start: worker w's wake descriptor.
   void set_wake_fd(uint32_t w, int fd) { sleepers_[w].fd = fd; }
+  // Control plane, before the workers start: one more ring whose consumer is
+  // worker w and whose producer is another thread (QP1's MADs to send,
+  // core/gsi.h); may_sleep(w) checks it too, its producer calls wake(w).
+  void add_inbound(uint32_t w, const SpscFrameRing* ring) { sleepers_[w].inbound = ring; }
   // Worker w, about to sleep: false (do not sleep) when a ring to w holds frames.
   bool may_sleep(uint32_t w) {
     sleepers_[w].sleeping.store(1, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    for (uint32_t from = 0; from < workers_; ++from) {
-      if (ring(from, w).readable()) {
-        sleepers_[w].sleeping.store(0, std::memory_order_relaxed);
-        return false;
-      }
-    }
-    return true;
+    bool busy = sleepers_[w].inbound != nullptr && sleepers_[w].inbound->readable();
+    for (uint32_t from = 0; from < workers_ && !busy; ++from) busy = ring(from, w).readable();
+    if (busy) sleepers_[w].sleeping.store(0, std::memory_order_relaxed);
+    return !busy;
   }
   void woke(uint32_t w) { sleepers_[w].sleeping.store(0, std::memory_order_relaxed); }
   // A producer, after pushing frames for worker w (once per burst).
@@ -104,6 +105,7 @@ class Handoff {
   struct alignas(64) Sleeper {
     std::atomic<uint32_t> sleeping{0};  // written by worker w and its producers, read by both
     int fd = -1;                        // set by the control plane before start
+    const SpscFrameRing* inbound = nullptr;  // add_inbound: set before start, read by worker w
   };
   uint32_t workers_;
   std::atomic<uint64_t> mcast_members_{0};

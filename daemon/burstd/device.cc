@@ -8,6 +8,10 @@
 namespace burst::burstd {
 namespace {
 
+// The longest send() waits on the control thread for a neighbour (the rdma_cm
+// layer resolved the address before its first MAD: the entry is cached).
+constexpr int kGsiResolveTimeoutMs = 100;
+
 port::PortConfig port_config(const Config& config) {
   port::PortConfig pc;
   pc.kind = config.backend == BackendKind::kXdp    ? port::Kind::kXdp
@@ -88,13 +92,40 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
     ec.window_pkts = config.window_pkts;
     d->workers_.push_back(std::make_unique<PortWorker>(w, options, ec, *d->mrs_, *d->port_));
   }
+  if (!d->attach_gsi(error)) return nullptr;
   return d;
+}
+
+bool Device::attach_gsi(std::string* error) {
+  const Device* self = this;
+  auto resolve = [self](const net::Gid& dgid, net::MacAddr* mac) {
+    std::string message;
+    return self->resolve_dmac(dgid, kGsiResolveTimeoutMs, mac, &message);
+  };
+  gsi_ = std::make_unique<Gsi>(info_.gids, resolve, port_->handoff());
+  if (core::Handoff* h = port_->handoff(); h != nullptr)
+    h->add_inbound(core::kGsiOwner, &gsi_->channel().tx_ring());
+  // The workers have not started: the command runs here, on this thread.
+  core::Status s = core::Errc::kInvalid;
+  core::GsiChannel* channel = &gsi_->channel();
+  worker(core::kGsiOwner).run([&](WorkerBase& w) { s = w.engine().attach_gsi(channel); }, 0);
+  if (!s.ok()) *error = "QP1: the datapath's GSI channel could not be attached to worker 0";
+  return s.ok();
 }
 
 Device::~Device() {
   stop();
   workers_.clear();  // engines and their queue loops first,
   port_.reset();     // then the port: queues, sockets, XDP program or DPDK port, ARP agent
+  gsi_.reset();      // then QP1's channel (the engine and the handoff pointed to it)
+}
+
+std::vector<std::pair<std::string, uint64_t>> Device::port_counters() const {
+  std::vector<std::pair<std::string, uint64_t>> out = port_->counters();
+  if (gsi_) {
+    for (auto& c : gsi_->counters()) out.push_back(std::move(c));
+  }
+  return out;
 }
 
 void Device::start() {
@@ -113,9 +144,6 @@ uint8_t Device::port_state() const {
   return port_->link_up() ? BURST_CTL_PORT_ACTIVE : BURST_CTL_PORT_DOWN;
 }
 
-std::vector<std::pair<std::string, uint64_t>> Device::port_counters() const {
-  return port_->counters();
-}
 
 int Device::resolve_dmac(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                          std::string* message) const {

@@ -8,6 +8,10 @@
 // (EngineConfig qpn_stride = workers, qpn_offset = w), so the worker owning a
 // packet is arithmetic on its destination QPN. The MrTable is device-wide.
 //
+// QP1 (the GSI QP: CM MADs) is in the datapath: gsi() is the control
+// thread's side (daemon/burstd/gsi.h), its channel attached to worker 0's
+// Engine, which owns QPN 1 (core/gsi.h).
+//
 // Threading: control thread, except what runs inside worker commands.
 // MrTable PD calls are made by the control thread, or by one worker inside a
 // command while the control thread waits for it: never by two threads at once.
@@ -21,6 +25,7 @@
 
 #include "core/mr.h"
 #include "daemon/burstd/config.h"
+#include "daemon/burstd/gsi.h"
 #include "daemon/burstd/port_worker.h"
 #include "net/addr.h"
 #include "port/port.h"
@@ -64,11 +69,13 @@ class Device {
   uint32_t workers() const { return static_cast<uint32_t>(workers_.size()); }
   WorkerBase& worker(uint32_t i) { return *workers_[i]; }
   core::MrTable& mrs() { return *mrs_; }
+  // QP1's MADs (control thread).
+  Gsi& gsi() { return *gsi_; }
 
   // Port state now (the netdev's carrier for XDP; always active for loopback).
   uint8_t port_state() const;
   // Device-level counters read by the control plane (XDP steering program,
-  // DPDK port statistics, ARP agent).
+  // DPDK port statistics, ARP agent, QP1's gsi.*).
   std::vector<std::pair<std::string, uint64_t>> port_counters() const;
   // The destination MAC of a path to `dgid` (control thread): the port's own
   // MAC on loopback, the kernel's neighbour table on a netdev, the ARP agent
@@ -81,11 +88,14 @@ class Device {
 
  private:
   Device() = default;
+  // Open(): QP1's channel on worker 0's Engine, before the workers start.
+  bool attach_gsi(std::string* error);
 
   DeviceInfo info_;
   std::unique_ptr<core::MrTable> mrs_;
   std::unique_ptr<port::Port> port_;
   std::vector<std::unique_ptr<WorkerBase>> workers_;  // destroyed before port_
+  std::unique_ptr<Gsi> gsi_;  // destroyed after the workers and the port (~Device)
 };
 
 }  // namespace burst::burstd

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// QP1 of burstd's port for the control thread: the CM MADs QP1 received, and
+// MADs to send from it (IB CM over RoCEv2, cm/ib_cm.h's Mad and MadPeer). The
+// datapath side is core/gsi.h: a GsiChannel whose rings join the control
+// thread to the worker owning QPN 1 (worker 0), attached to its Engine by the
+// Device before the workers start.
+//
+//   receive(): the channel's MADs, their peer completed here: sgid_index is the
+//              index of the GID the frame was sent to in the port's GID table
+//              (a MAD for a GID the port does not have is dropped, counted:
+//              gsi.drop_dgid); pkey_index 0.
+//   send():    the source GID from peer.sgid_index; an all-zero peer.mac is
+//              resolved first (Device::resolve_dmac: the port's own MAC for its
+//              own GIDs, the kernel's neighbour table, the ARP agent; a bounded
+//              wait on the control thread), then queued for the worker, woken
+//              if it sleeps (core::Handoff::wake).
+//
+// Counters (burstctl counters, gsi.*): rx, tx, drop_qkey, drop_len,
+// drop_opcode, rx_ring_full, tx_ring_full, tx_bad_path (core/gsi.h), and
+// drop_dgid, tx_unreachable (here).
+//
+// Threading: the control thread (every member).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cm/ib_cm.h"
+#include "core/gsi.h"
+#include "core/worker.h"
+#include "net/addr.h"
+
+namespace burst::burstd {
+
+class Gsi {
+ public:
+  // The destination MAC of a GID: 0 or an errno value.
+  using Resolve = std::function<int(const net::Gid& dgid, net::MacAddr* mac)>;
+
+  // gids: the port's GID table (sgid_index -> GID); handoff: the port's rings,
+  // whose wake() reaches a sleeping QPN 1 owner (nullptr: none sleeps).
+  Gsi(std::vector<net::Gid> gids, Resolve resolve, core::Handoff* handoff);
+  Gsi(const Gsi&) = delete;
+  Gsi& operator=(const Gsi&) = delete;
+
+  // Readable (eventfd) while receive() has MADs.
+  int event_fd() const { return channel_.event_fd(); }
+  // Drains up to max MADs QP1 received, oldest first.
+  size_t receive(cm::Mad* out, size_t max);
+  // 0; EAGAIN (ring full: the CM's retry covers it); EHOSTUNREACH (peer.mac
+  // zero and not resolvable); EINVAL (sgid_index not in the GID table, a
+  // remote QPN over 24 bits, source and destination of different IP versions).
+  int send(const cm::Mad& mad);
+
+  // What the Device attaches to worker 0's Engine and lists in the Handoff.
+  core::GsiChannel& channel() { return channel_; }
+  std::vector<std::pair<std::string, uint64_t>> counters() const;
+
+ private:
+  core::GsiChannel channel_;
+  const std::vector<net::Gid> gids_;
+  const Resolve resolve_;
+  core::Handoff* const handoff_;
+  uint64_t drop_dgid_ = 0;       // received for a GID the port does not have
+  uint64_t tx_unreachable_ = 0;  // send() gave EHOSTUNREACH
+};
+
+}  // namespace burst::burstd
