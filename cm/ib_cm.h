@@ -199,6 +199,8 @@ struct CmCounters {
   uint64_t duplicate_req = 0;        // answered with the REP (or MRA) again
   uint64_t rej_sent_no_listener = 0; // REQ for a service nobody listens on
   uint64_t timeouts = 0;
+  uint64_t unsupported_attr = 0;     // ClassPortInfo, LAP, APR: recognised, not served
+  uint64_t rej_sent_no_resources = 0; // REQ / SIDR_REQ beyond the id table's bound
 };
 
 class IbCmHost {
