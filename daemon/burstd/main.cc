@@ -166,10 +166,8 @@ int run(int argc, char** argv) {
     Dispatcher dispatcher(config, *device, resources);
     device->start();
     EventLoop loop(config, *sock, dispatcher);
-#ifdef BURSTD_WITH_CM
-    CmService cm(*device, device->gsi(), resources, loop);
+    CmService cm(*device, device->gsi(), resources, loop);  // rdma_cm and the IB CM on QP1
     dispatcher.set_cm(&cm);
-#endif
     if (!loop.run(&err)) {
       BURSTD_ERROR("%s", err.c_str());
       rc = 1;

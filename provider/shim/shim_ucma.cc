@@ -84,13 +84,14 @@ int build_input(const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, burst_ctl_cm_c
 // Waits until channel `slot` (fd) may have an event: 0, or an errno value
 // (ENODEV: burstd hung up; EINTR).
 int wait_event(int fd, int slot) {
-  pollfd p[2] = {{fd, POLLIN, 0}, {cm_channel_socket(slot), POLLIN, 0}};
+  // The socket only for burstd's hang-up: other threads' responses arrive on
+  // it while this one waits (their callers read them).
+  pollfd p[2] = {{fd, POLLIN, 0}, {cm_channel_socket(slot), POLLRDHUP, 0}};
   if (p[1].fd < 0) return ENODEV;
   for (;;) {
     const int r = poll(p, 2, -1);
     if (r < 0) return errno;  // EINTR: as the kernel's interruptible wait
-    // burstd never writes unasked: anything on the socket is its hang-up.
-    if (p[1].revents != 0) return ENODEV;
+    if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return ENODEV;
     if (p[0].revents & (POLLNVAL | POLLERR)) return EBADF;
     if (p[0].revents & POLLIN) return 0;
   }
