@@ -154,8 +154,34 @@ int CmService::command(uint32_t channel, uint32_t cmd, const void* in, size_t in
   return r;
 }
 
-const cm::CmCounters& CmService::ib_counters() const { return ib_cm_->counters(); }
-const cm::CmaCounters& CmService::cma_counters() const { return cma_->counters(); }
+void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) const {
+  const cm::CmCounters& m = ib_cm_->counters();
+  const cm::CmaCounters& a = cma_->counters();
+  const std::pair<const char*, uint64_t> rows[] = {
+      {"cm.mads_received", m.mads_received},
+      {"cm.mads_sent", m.mads_sent},
+      {"cm.retransmits", m.retransmits},
+      {"cm.dropped_bad_length", m.dropped_bad_length},
+      {"cm.dropped_bad_class", m.dropped_bad_class},
+      {"cm.dropped_unknown_attr", m.dropped_unknown_attr},
+      {"cm.dropped_no_match", m.dropped_no_match},
+      {"cm.duplicate_req", m.duplicate_req},
+      {"cm.rej_sent_no_listener", m.rej_sent_no_listener},
+      {"cm.rej_sent_no_resources", m.rej_sent_no_resources},
+      {"cm.unsupported_attr", m.unsupported_attr},
+      {"cm.timeouts", m.timeouts},
+      {"cm.ids", ib_cm_->id_count()},
+      {"cma.ids_created", a.ids_created},
+      {"cma.ids_destroyed", a.ids_destroyed},
+      {"cma.ids", cma_->id_count()},
+      {"cma.connections_established", a.connections_established},
+      {"cma.events_queued", a.events_queued},
+      {"cma.events_dropped_queue_full", a.events_dropped_queue_full},
+      {"cma.commands_refused", a.commands_refused},
+      {"cma.channels", channels_.size()},
+  };
+  for (const auto& [name, value] : rows) out->emplace_back(name, value);
+}
 
 void CmService::on_gsi_readable() {
   cm::Mad mads[kMadsPerWakeup];

@@ -23,6 +23,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cm/cma.h"
 #include "cm/ib_cm.h"
@@ -50,6 +53,9 @@ class CmChannels {
   // the session has no channel).
   virtual int command(uint32_t channel, uint32_t cmd, const void* in, size_t in_len, void* out,
                       size_t out_len) = 0;
+  // burstctl counters: cm.* (the IB CM), cma.* (the rdma_cm layer), the live
+  // ids and channels.
+  virtual void counters(std::vector<std::pair<std::string, uint64_t>>* out) const = 0;
 };
 
 class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHost {
@@ -65,10 +71,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
   void close_channel(uint32_t channel) override;
   int command(uint32_t channel, uint32_t cmd, const void* in, size_t in_len, void* out,
               size_t out_len) override;
-
-  const cm::CmCounters& ib_counters() const;
-  const cm::CmaCounters& cma_counters() const;
-  size_t channels() const { return channels_.size(); }
+  void counters(std::vector<std::pair<std::string, uint64_t>>* out) const override;
 
   // IbCmHost
   bool send_mad(const cm::Mad& mad) override;

@@ -99,7 +99,7 @@ ucma_pair() {
   } >>"$REPORT"
   return 0
 }
-PAIR_REPORT_RE="bytes in|usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|completed|ping data"
+PAIR_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0"
 PAIR_REPORT_LINES=12
 
 # rping: -V checks every ping's data on both sides, -v prints it.
@@ -123,6 +123,24 @@ if want reject; then
     FAILED+=(reject)
     echo "reject FAIL (no RDMA_CM_EVENT_REJECTED)" >>"$REPORT"
   fi
+fi
+
+# Every application has exited: neither burstd holds an rdma_cm id or a
+# channel (the sessions' teardown destroyed whatever was left).
+if want leftovers; then
+  log "leftovers: cma.ids and cma.channels back to 0 on both burstd"
+  for side in a b; do
+    "$BURSTCTL" --socket "$TMP/$side.sock" counters --all >"$TMP/counters-$side" 2>&1
+    ids=$(awk '$1 == "cma.ids" {print $2}' "$TMP/counters-$side")
+    chans=$(awk '$1 == "cma.channels" {print $2}' "$TMP/counters-$side")
+    made=$(awk '$1 == "cma.ids_created" {print $2}' "$TMP/counters-$side")
+    echo "== burstd $side: cma.ids_created=$made cma.ids=$ids cma.channels=$chans" >>"$REPORT"
+    grep -E "^ *(cm|cma)\." "$TMP/counters-$side" | tr -s ' ' | paste -sd ' ' >>"$REPORT"
+    if [[ $ids != 0 || $chans != 0 ]]; then
+      cat "$TMP/counters-$side"
+      FAILED+=("leftovers-$side")
+    fi
+  done
 fi
 
 echo "=== report"
