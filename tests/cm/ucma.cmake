@@ -1,14 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The rdma_cm relay (docs/cm.md): the shim's /dev/infiniband/rdma_cm against a
 # fake burstd (ucma_shim_test: the test links the shim, whose open/fstat/
-# write/close interpose on libc's as under LD_PRELOAD), and unmodified
-# librdmacm tools between two burstd (netns.cm_ucma: ucma_test.sh).
+# write/close interpose on libc's as under LD_PRELOAD), burstd's CM ops
+# (ucma_dispatch_test), and unmodified librdmacm tools between two burstd
+# (netns.cm_ucma: ucma_test.sh).
 if(TARGET burst_shim)
   add_executable(ucma_shim_test ucma_shim_test.cc)
   target_include_directories(ucma_shim_test PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(ucma_shim_test PRIVATE burst_abi burst_shim GTest::gtest_main
                                                burst_options Threads::Threads)
   gtest_discover_tests(ucma_shim_test TEST_PREFIX "cm.")
+endif()
+
+# The CM ops through burstd's Dispatcher with a fake CmChannels (no privileges).
+if(TARGET burstd_lib)
+  add_executable(ucma_dispatch_test ucma_dispatch_test.cc)
+  target_link_libraries(ucma_dispatch_test PRIVATE burst_abi burstd_lib GTest::gtest_main
+                                                   burst_options)
+  gtest_discover_tests(ucma_dispatch_test TEST_PREFIX "cm." DISCOVERY_TIMEOUT 30)
 endif()
 
 if(TARGET burstctl AND TARGET burstd AND TARGET burst_provider AND BURST_WITH_XDP)
