@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -323,6 +324,30 @@ TEST(UcmaShim, NoBurstdIsENODEV) {
   d.answer_open = EOPNOTSUPP;  // a burstd without a connection manager
   EXPECT_EQ(open(BURST_RDMA_CM_PATH, O_RDWR), -1);
   EXPECT_EQ(errno, ENODEV);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(UcmaShim, BurstdGoneWakesABlockedGetEventWithEnodev) {
+  auto d = std::make_unique<FakeBurstd>();
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  rdma_ucm_event_resp ev{};
+  rdma_ucm_get_event ge{reinterpret_cast<uintptr_t>(&ev)};
+  std::atomic<int> err{0};
+  std::thread t([&] {
+    if (ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(ev)) < 0) err = errno;
+  });
+  usleep(100000);
+  d.reset();  // burstd goes away: the hidden connection hangs up
+  t.join();
+  EXPECT_EQ(err, ENODEV);
+  rdma_ucm_create_id cmd{};  // and every later command says so too
+  EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, 0), -1);
+  EXPECT_EQ(errno, ENODEV);
+  close(fd);
 }
 
 }  // namespace
