@@ -80,11 +80,11 @@ Conn* IbCm::Impl::find_listen(uint64_t service_id) {
 }
 
 // As cm_destroy_id: what the state owes the peer, then the id is gone for its
-// user; a connection that reaches timewait keeps its IDs until it ends.
+// user; a connection that reaches timewait keeps its IDs until it ends. The
+// MAD goes out last, when the tables are consistent again.
 void IbCm::Impl::destroy(Conn* c) {
-  static constexpr uint8_t kNone = 0;
-  const uint8_t* guid_ari = nullptr;
-  uint8_t guid_be[8];
+  Mad out;
+  bool has_out = true;
   switch (c->state) {
     case CmState::kSidrReqRcvd: {
       SidrRepMsg m;
@@ -94,48 +94,51 @@ void IbCm::Impl::destroy(Conn* c) {
       MadHeader h;
       h.attr_id = static_cast<uint16_t>(CmAttr::kSidrRep);
       h.tid = c->tid;
-      Mad mad = make(c->reply_peer);
-      encode_sidr_rep(h, m, mad.bytes.data());
-      send(mad);
+      out = make(c->reply_peer);
+      encode_sidr_rep(h, m, out.bytes.data());
       break;
     }
     case CmState::kReqSent:
-    case CmState::kMraReqRcvd:  // REJ timeout with our CA GUID as ARI (cm.c)
+    case CmState::kMraReqRcvd: {  // REJ timeout with our CA GUID as ARI (cm.c)
+      uint8_t guid_be[8];
       for (int i = 0; i < 8; ++i) guid_be[i] = static_cast<uint8_t>(local_ca_guid >> (56 - 8 * i));
-      guid_ari = guid_be;
-      send(build_rej(*c, CmMsgKind::kOther, RejReason::kTimeout, guid_ari, 8, nullptr, kNone));
+      out = build_rej(*c, CmMsgKind::kOther, RejReason::kTimeout, guid_be, 8, nullptr, 0);
       break;
+    }
     case CmState::kReqRcvd:
     case CmState::kMraReqSent:
-      send(build_rej(*c, CmMsgKind::kReq, RejReason::kConsumerReject, nullptr, 0, nullptr, kNone));
+      out = build_rej(*c, CmMsgKind::kReq, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
       break;
     case CmState::kRepRcvd:
     case CmState::kMraRepSent:
-      send(build_rej(*c, CmMsgKind::kRep, RejReason::kConsumerReject, nullptr, 0, nullptr, kNone));
+      out = build_rej(*c, CmMsgKind::kRep, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
       break;
     case CmState::kRepSent:
     case CmState::kMraRepRcvd:
-      send(build_rej(*c, CmMsgKind::kOther, RejReason::kConsumerReject, nullptr, 0, nullptr, kNone));
+      out = build_rej(*c, CmMsgKind::kOther, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
       enter_timewait(c);
       break;
     case CmState::kEstablished:  // one DREQ, not retried: the id is going away
       c->tid = own_tid(*c);
-      send(build_dreq(*c, nullptr, 0));
+      out = build_dreq(*c, nullptr, 0);
+      enter_timewait(c);
+      break;
+    case CmState::kDreqRcvd:
+      out = build_rtu_drep(*c, CmAttr::kDrep, nullptr, 0);
       enter_timewait(c);
       break;
     case CmState::kDreqSent:
       enter_timewait(c);
-      break;
-    case CmState::kDreqRcvd:
-      send(build_rtu_drep(*c, CmAttr::kDrep, nullptr, 0));
-      enter_timewait(c);
+      has_out = false;
       break;
     default:
+      has_out = false;
       break;
   }
   handles.erase(c->handle);
   c->handle = kNoCmHandle;
   if (c->state != CmState::kTimewait) forget(c);
+  if (has_out) send(out);
 }
 
 IbCm::IbCm(IbCmHost& host, uint64_t local_ca_guid, uint64_t seed)
@@ -177,7 +180,7 @@ int IbCm::send_req(CmHandle handle, const CmReqParams& p) {
   c->local_qpn = p.qpn;
   c->max_cm_retries = p.max_cm_retries & 0x0F;
   c->peer_timeout_ns = response_period_ns(p.remote_cm_response_timeout, p.path.packet_life_time);
-  c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, p.path.packet_life_time));
+  c->timewait_ns = timewait_period_ns(p.local_cm_response_timeout, p.path.packet_life_time);
   c->tid = impl_->own_tid(*c);
   Mad m = impl_->build_req(c, p);
   c->state = CmState::kReqSent;

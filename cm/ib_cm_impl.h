@@ -111,6 +111,7 @@ struct IbCm::Impl {
   MadPeer peer_of(const Conn& c) const;
   void send(const Mad& m);
   Mad make(const MadPeer& peer) const;
+  MadPeer reply_to(const MadPeer& src) const;
   Mad build_req(Conn* c, const CmReqParams& p);
   Mad build_rep(const Conn& c, const CmRepParams& p);
   Mad build_rtu_drep(const Conn& c, CmAttr attr, const uint8_t* pd, uint8_t len);
@@ -153,5 +154,11 @@ struct IbCm::Impl {
 uint8_t cm_ack_timeout(uint8_t ca_ack_delay, uint8_t packet_life_time);
 // The retry period of a MAD the peer answers within 4.096 us * 2^response_timeout.
 uint64_t response_period_ns(uint8_t response_timeout, uint8_t packet_life_time);
+// Timewait: the packet life of the connection (cm.c: the ACK timeout) and two
+// retry periods of the peer's DREQ (the peer retries it every
+// response_period_ns(our CM response timeout)): a DREP lost twice is still
+// answered. After timewait a DREQ no longer matches and is dropped (counted),
+// where cm.c answers any unknown DREQ with a DREP.
+uint64_t timewait_period_ns(uint8_t our_response_timeout, uint8_t packet_life_time);
 
 }  // namespace burst::cm

@@ -178,7 +178,7 @@ void IbCm::Impl::rx_req(const Mad& mad, const MadHeader& h) {
   c->tid = h.tid;
   c->max_cm_retries = r.max_cm_retries;
   c->peer_timeout_ns = response_period_ns(r.local_cm_response_timeout, c->path.packet_life_time);
-  c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, c->path.packet_life_time));
+  c->timewait_ns = timewait_period_ns(r.remote_cm_response_timeout, c->path.packet_life_time);
   insert_remote(c);
   CmEvent ev;
   ev.type = CmEventType::kReqReceived;
@@ -229,8 +229,14 @@ void IbCm::Impl::rx_rej(const Mad& mad, const MadHeader&) {
     if (auto it = remote_ids.find({guid, m.local_comm_id}); it != remote_ids.end()) c = it->second;
   }
   if (!c) {
+    // A REJ of our REQ may not know the peer's ID yet (0, or a new one); any
+    // other REJ must name both IDs of the connection.
     c = by_local_id(m.remote_comm_id);
-    if (c && m.message_rejected != CmMsgKind::kReq && c->remote_id != m.local_comm_id) c = nullptr;
+    const bool req_pending = c && (c->state == CmState::kReqSent || c->state == CmState::kMraReqRcvd);
+    const bool ids_ok = c && (c->remote_id == m.local_comm_id ||
+                              (req_pending && m.message_rejected == CmMsgKind::kReq &&
+                               (c->remote_id == 0 || m.local_comm_id == 0)));
+    if (!ids_ok) c = nullptr;
   }
   if (!c || c->peer_gid != mad.peer.gid || c->state == CmState::kListen) {
     ++counters.dropped_no_match;

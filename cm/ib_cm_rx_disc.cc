@@ -81,13 +81,13 @@ void IbCm::Impl::rx_sidr_req(const Mad& mad, const MadHeader& h) {
   c->remote_id = r.request_id;
   c->service_id = r.service_id;
   c->tid = h.tid;
-  c->reply_peer = make(mad.peer).peer;
+  c->reply_peer = reply_to(mad.peer);
   c->peer_gid = mad.peer.gid;
   c->path.dgid = mad.peer.gid;
   c->path.dmac = mad.peer.mac;
   c->path.sgid_index = mad.peer.sgid_index;
   c->path.traffic_class = mad.peer.traffic_class;
-  c->path.hop_limit = mad.peer.hop_limit;
+  c->path.hop_limit = c->reply_peer.hop_limit;
   c->path.pkey = r.pkey;
   c->in_remote_sidr = remote_sidr.emplace(key, c).second;
   CmEvent ev;

@@ -28,7 +28,7 @@ void IbCm::Impl::start_retry(Conn* c, const Mad& m, uint64_t period_ns, uint8_t 
 // the time a packet of it may still be in flight.
 void IbCm::Impl::enter_timewait(Conn* c) {
   c->state = CmState::kTimewait;
-  if (c->timewait_ns == 0) c->timewait_ns = iba_time_ns(cm_ack_timeout(kCaAckDelay, 0));
+  if (c->timewait_ns == 0) c->timewait_ns = timewait_period_ns(20, 0);
   arm(c, host.now_ns() + c->timewait_ns);
 }
 
@@ -48,18 +48,18 @@ void IbCm::Impl::on_retries_exhausted(Conn* c) {
   ev.rej_reason = RejReason::kTimeout;
   uint8_t guid_be[8];
   for (int i = 0; i < 8; ++i) guid_be[i] = static_cast<uint8_t>(local_ca_guid >> (56 - 8 * i));
+  Mad rej;
+  bool send_rej = false;
   switch (c->state) {
     case CmState::kReqSent:
     case CmState::kMraReqRcvd:  // tell the peer, as cm_destroy_id does (REJ timeout, ARI our GUID)
-      send(build_rej(*c, CmMsgKind::kOther, RejReason::kTimeout, guid_be, 8, nullptr, 0));
-      ev.type = CmEventType::kReqError;
-      reset_to_idle(c);
-      break;
     case CmState::kRepSent:
     case CmState::kMraRepRcvd:
-      send(build_rej(*c, CmMsgKind::kOther, RejReason::kTimeout, guid_be, 8, nullptr, 0));
-      ev.type = CmEventType::kRepError;
-      reset_to_idle(c);
+      rej = build_rej(*c, CmMsgKind::kOther, RejReason::kTimeout, guid_be, 8, nullptr, 0);
+      send_rej = true;
+      ev.type = c->state == CmState::kReqSent || c->state == CmState::kMraReqRcvd
+                    ? CmEventType::kReqError : CmEventType::kRepError;
+      reset_to_idle(c);  // ids in these states have a handle: c stays
       break;
     case CmState::kDreqSent:
       ev.type = CmEventType::kDreqError;
@@ -72,6 +72,7 @@ void IbCm::Impl::on_retries_exhausted(Conn* c) {
     default:
       return;
   }
+  if (send_rej) send(rej);
   emit(c, ev);
 }
 

@@ -36,6 +36,11 @@ uint64_t response_period_ns(uint8_t response_timeout, uint8_t packet_life_time) 
   return iba_time_ns(response_timeout) + 2 * iba_time_ns(packet_life_time);
 }
 
+uint64_t timewait_period_ns(uint8_t our_response_timeout, uint8_t packet_life_time) {
+  return iba_time_ns(cm_ack_timeout(kCaAckDelay, packet_life_time)) +
+         2 * response_period_ns(our_response_timeout, packet_life_time);
+}
+
 // As cm_form_tid: the agent's half, then the local ID's bytes as the kernel
 // (little-endian) reads its __be32 into a u64.
 uint64_t IbCm::Impl::own_tid(const Conn& c) const {
@@ -58,6 +63,15 @@ Mad IbCm::Impl::make(const MadPeer& peer) const {
   m.peer = peer;
   m.peer.remote_qpn = kGsiQpn;
   return m;
+}
+
+// Where a reply to a MAD without a connection goes: its source, with a fresh
+// hop limit (the received one is what was left of the sender's).
+MadPeer IbCm::Impl::reply_to(const MadPeer& src) const {
+  MadPeer p = src;
+  p.remote_qpn = kGsiQpn;
+  p.hop_limit = CmPath{}.hop_limit;
+  return p;
 }
 
 void IbCm::Impl::send(const Mad& m) {
@@ -184,7 +198,7 @@ void IbCm::Impl::reject_unconnected(const Mad& req, const ReqMsg& r, uint64_t ti
   m.remote_comm_id = r.local_comm_id;
   m.message_rejected = CmMsgKind::kReq;
   m.reason = static_cast<uint16_t>(reason);
-  Mad mad = make(req.peer);
+  Mad mad = make(reply_to(req.peer));
   encode_rej(header(CmAttr::kRej, tid), m, mad.bytes.data());
   send(mad);
 }
@@ -195,7 +209,7 @@ void IbCm::Impl::answer_sidr(const Mad& req, const SidrReqMsg& r, uint64_t tid,
   m.request_id = r.request_id;
   m.status = static_cast<uint8_t>(status);
   m.service_id = r.service_id;
-  Mad mad = make(req.peer);
+  Mad mad = make(reply_to(req.peer));
   encode_sidr_rep(header(CmAttr::kSidrRep, tid), m, mad.bytes.data());
   send(mad);
 }

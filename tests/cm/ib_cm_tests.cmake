@@ -4,6 +4,8 @@
 # an in-memory link that loses / duplicates chosen MADs (fake clock). ctest names: cm.*
 add_executable(ib_cm_tests
   ${CMAKE_CURRENT_LIST_DIR}/mad_golden_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ib_cm_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ib_cm_fault_test.cc
 )
 target_compile_definitions(ib_cm_tests PRIVATE
   BURST_RXE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures/rxe")
