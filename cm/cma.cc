@@ -113,8 +113,7 @@ void Cma::cm_event(CmHandle handle, const CmEvent& event) {
         found = true;
       }
     }
-    if (!found) {  // a listen we no longer have
-      m.ib.send_rej(handle, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
+    if (!found) {  // a listen we no longer have: REJ (or SIDR_REP REJECT)
       m.ib.destroy_id(handle);
       return;
     }

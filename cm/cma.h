@@ -106,6 +106,9 @@ class Cma {
   // ...). Ids are only reachable from the channel (and client, after
   // MIGRATE_ID) that owns them. MIGRATE_ID's `fd` field carries the target
   // ChannelId here (the shim translates the application's fd).
+  // MIGRATE_ID is written to the channel the id moves to, and `fd` names the
+  // channel it is on (as the kernel's), both of one client (else EPERM).
+  // SET_OPTION's value (optval) follows the struct: in_len = 24 + optlen.
   int command(ChannelId channel, uint32_t cmd, const void* in, size_t in_len, void* out,
               size_t out_len);
 

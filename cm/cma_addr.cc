@@ -204,7 +204,7 @@ void pack_path_record(const Id& id, uint8_t* out) {
   std::memset(out, 0, 64);
   std::memcpy(out + 8, p.dgid.data(), 16);
   std::memcpy(out + 24, p.sgid.data(), 16);
-  out[40] = 1;  // roce.route_resolved
+  out[40] = id.path_from_req ? 0 : 1;  // roce.route_resolved (a REQ's path: not resolved)
   std::memcpy(out + 41, p.dmac.data(), 3);
   put_be32(out + 44, uint32_t{p.dmac[3] & 1u} << 31 | (p.flow_label & 0xFFFFF) << 8 | p.hop_limit);
   out[48] = p.traffic_class;
@@ -233,10 +233,12 @@ int Cma::Impl::resolve_addr(Id* id, const sockaddr* src, const sockaddr* dst, ui
   std::memcpy(&id->dst, dst, cma::addr_size(dst));
   CmaRoute route{};
   int r = host.resolve_route(reinterpret_cast<const sockaddr*>(&id->src), dst, timeout_ms, &route);
-  if (r) {  // addr_handler: back to ADDR_BOUND, ADDR_ERROR with the status
-    queue(id, cma::kAddrError, -(r > 0 ? r : -r));
+  if (r < 0) r = -r;
+  if (r == ETIMEDOUT) {  // the neighbour never answered: addr_handler's ADDR_ERROR
+    queue(id, cma::kAddrError, -ETIMEDOUT);
     return 0;
   }
+  if (r) return -r;  // no route: rdma_resolve_ip fails at once, the id stays bound
   uint16_t port = cma::addr_port(id->src);
   if (route.src.ss_family == id->src.ss_family) {
     id->src = route.src;

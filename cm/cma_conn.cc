@@ -149,8 +149,7 @@ Id* Cma::Impl::find_listener(uint64_t sid, const sockaddr_storage& local) {
 }
 
 void Cma::Impl::refuse_request(CmHandle handle) {
-  ib.send_rej(handle, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
-  ib.destroy_id(handle);
+  ib.destroy_id(handle);  // a REJ, consumer defined, as cm_destroy_id after a handler error
 }
 
 Id* Cma::Impl::new_conn_id(Id* listener, CmHandle handle, const sockaddr_storage& local,
@@ -189,7 +188,9 @@ void Cma::Impl::on_req(uint64_t sid, CmHandle handle, const CmEvent& ev) {
   }
   Id* id = new_conn_id(listener, handle, local, remote);
   id->sgid_index = ev.peer.sgid_index;
-  id->path = req.path;
+  id->path = req.path;  // cma_ib_new_conn_id: the REQ's primary path is the id's route
+  id->route_resolved = true;
+  id->path_from_req = true;
   id->path.dgid = ev.peer.gid;
   id->path.dmac = ev.peer.mac;
   id->path.sgid = id->sgid;
@@ -308,6 +309,7 @@ int Cma::Impl::cmd_notify(ChannelId ch, const void* in, size_t, void*, size_t) {
   Id* id = find(ch, cmd.id, &err);
   if (!id) return err;
   if (id->cm == kNoCmHandle) return -EINVAL;
+  if (cmd.event == 6) return -EOPNOTSUPP;  // IB_EVENT_PATH_MIG: no alternate paths in burst
   if (static_cast<int>(cmd.event) != cma::kCommEst) return -EINVAL;
   int rc = ib.establish(id->cm);
   return -(rc > 0 ? rc : -rc);

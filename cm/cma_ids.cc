@@ -130,6 +130,8 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
     int r = host.local_address(reinterpret_cast<const sockaddr*>(&a), &sgid_index, &sgid);
     if (r) return -(r > 0 ? r : -r);
   }
+  // Without the option an IPv4 bind is AF-only, an IPv6 one not (bindv6only 0).
+  bool afonly = id->afonly_set ? id->afonly : a.ss_family == AF_INET;
   uint16_t port = cma::addr_port(a);
   if (port == 0) {
     uint32_t span = kEphemeralHigh - kEphemeralLow + 1;
@@ -143,12 +145,14 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
     for (uint32_t other : it->second) {  // cma_check_port
       const Id& cur = *ids.at(other);
       if (id->reuseaddr && cur.reuseaddr) continue;
+      if (afonly && cur.afonly && a.ss_family != cur.src.ss_family) continue;
       if (cma::addr_any(a) || cma::addr_any(cur.src)) return -EADDRNOTAVAIL;
       if (cma::addr_equal(a, cur.src)) return -EADDRINUSE;
     }
   }
   cma::set_port(&a, port);
   id->ps = ps;
+  id->afonly = afonly;
   id->src = a;
   id->dst = sockaddr_storage{};
   id->dst.ss_family = a.ss_family;
@@ -235,6 +239,7 @@ int Cma::Impl::cmd_set_option(ChannelId ch, const void* in, size_t in_len, void*
       if (cmd.optlen != sizeof(int)) return -EINVAL;
       if (id->state != State::kIdle && id->state != State::kAddrBound) return -EINVAL;
       id->afonly = ival != 0;
+      id->afonly_set = true;
       return 0;
     case RDMA_OPTION_ID_ACK_TIMEOUT:  // rdma_set_ack_timeout
       if (cmd.optlen != 1) return -EINVAL;

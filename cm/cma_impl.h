@@ -76,6 +76,7 @@ struct Id {
   bool tos_set = false;
   bool reuseaddr = false;
   bool afonly = false;
+  bool afonly_set = false;  // RDMA_OPTION_ID_AFONLY given (else IPv4 binds are AF-only)
   uint8_t ack_timeout = 0;
   bool ack_timeout_set = false;
   uint32_t backlog = 0;  // listen: CONNECT_REQUESTs it may still have queued
@@ -95,6 +96,7 @@ struct Id {
   uint32_t qkey = 0;
   bool got_dreq = false;
   bool remote_known = false;  // the peer's QPN and PSN (the REQ, or the REP)
+  bool path_from_req = false;  // passive: the path is the REQ's (no route resolution)
 };
 
 struct Event {

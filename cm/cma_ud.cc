@@ -67,10 +67,7 @@ void Cma::Impl::on_sidr_req(uint64_t sid, CmHandle handle, const CmEvent& ev) {
   }
   Id* listener = find_listener(sid, local);
   if (!listener || listener->qp_type != cma::kQptUd || !listener->backlog) {
-    CmSidrRepParams rep;
-    rep.status = SidrStatus::kReject;
-    ib.send_sidr_rep(handle, rep);
-    ib.destroy_id(handle);
+    ib.destroy_id(handle);  // a SIDR_REP with status REJECT
     return;
   }
   Id* id = new_conn_id(listener, handle, local, remote);
