@@ -5,7 +5,9 @@
 #   A: a0 10.47.0.1/24   <--veth-->   B: b0 10.47.0.2/24
 # Every application runs under `burstctl run` (its preloaded shim serves
 # /dev/infiniband/rdma_cm from burstd); server in A, client in B, both must
-# exit 0. Then a connect to a port nobody listens on must end in
+# exit 0: rping (data verified), ucmatose, udaddy, rdma_server/client,
+# ib_write_bw -R, ib_send_lat -R, rstream, riostream, and when installed
+# fi_pingpong (verbs, dgram) and qperf -cm1. Then a connect to a port nobody listens on must end in
 # RDMA_CM_EVENT_REJECTED (the peer's CM answers REJ), not a timeout.
 # Usage: ucma_test.sh BURSTCTL BURSTD [CASES...]   (CASES: names below; default all)
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA,
@@ -99,7 +101,7 @@ ucma_pair() {
   } >>"$REPORT"
   return 0
 }
-PAIR_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0"
+PAIR_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0|^custom| =[0-9]+ "
 PAIR_REPORT_LINES=12
 
 # rping: -V checks every ping's data on both sides, -v prints it.
@@ -109,6 +111,41 @@ ucma_pair udaddy 60 udaddy -C 10 -- udaddy -C 10 -s
 ucma_pair rdma_server 60 rdma_server -- rdma_client -s
 ucma_pair ib_write_bw 90 ib_write_bw -R -d burst0 -n 1000 -- ib_write_bw -R -d burst0 -n 1000
 ucma_pair ib_send_lat 90 ib_send_lat -R -d burst0 -n 1000 -- ib_send_lat -R -d burst0 -n 1000
+
+# rsockets over rdma_cm (librdmacm's own streams; -S all takes minutes here).
+ucma_pair rstream 60 rstream -b 10.47.0.1 -C 1000 -S 4096 -- rstream -C 1000 -S 4096 -s
+ucma_pair riostream 60 riostream -b 10.47.0.1 -C 1000 -S 4096 -- riostream -C 1000 -S 4096 -s
+# libfabric's verbs provider opens an rdma_cm event channel even for datagram
+# endpoints (it failed at fi_eq_open before the relay). Optional tool.
+if command -v fi_pingpong >/dev/null; then
+  ucma_pair fi_pingpong_dgram 60 fi_pingpong -p verbs -e dgram -d burst0-dgram -I 100 -- \
+    fi_pingpong -p verbs -e dgram -d burst0-dgram -I 100
+else
+  echo "fi_pingpong_dgram SKIP (apt-get install libfabric-bin)" >>"$REPORT"
+fi
+# qperf -cm1: RC through rdma_cm (qperf cannot use RoCE without it). The
+# server runs until it is killed. Optional tool.
+if want qperf && command -v qperf >/dev/null; then
+  log "qperf: qperf  <->  qperf -cm1 10.47.0.1 rc_bw rc_lat"
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 60 "$BURSTCTL" run --netdev a0 \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" qperf >"$TMP/qperf.server" 2>&1 &
+  qpid=$!
+  BG_PIDS+=("$qpid")
+  sleep 1
+  T=60
+  if runB qperf -cm1 10.47.0.1 -t 2 rc_bw rc_lat >"$TMP/qperf.client" 2>&1 &&
+    grep -q "latency" "$TMP/qperf.client"; then
+    { echo "== qperf -cm1 rc_bw rc_lat"; grep -E "bw|latency" "$TMP/qperf.client"; } >>"$REPORT"
+  else
+    cat "$TMP/qperf.server" "$TMP/qperf.client"
+    FAILED+=(qperf)
+    echo "qperf FAIL" >>"$REPORT"
+  fi
+  kill "$qpid" 2>/dev/null
+  wait "$qpid" 2>/dev/null
+elif want qperf; then
+  echo "qperf SKIP (apt-get install qperf)" >>"$REPORT"
+fi
 
 # Nobody listens on port 9: the peer's CM rejects the REQ (IBA: invalid
 # service ID), well before the connect could time out.
