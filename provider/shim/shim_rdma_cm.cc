@@ -68,7 +68,10 @@ T next_fn(const char* name) {
   return reinterpret_cast<T>(dlsym(RTLD_NEXT, name));
 }
 
+void forget_channels_in_child();
+
 __attribute__((constructor)) void resolve_cm_functions() {
+  pthread_atfork(nullptr, nullptr, forget_channels_in_child);
   g_open = next_fn<OpenFn>("open");
   g_open64 = next_fn<OpenFn>("open64");
   g_openat = next_fn<OpenatFn>("openat");
@@ -178,6 +181,20 @@ int insert_channel(int fd, int sock, uint32_t channel_id) {
     return i;
   }
   return -1;
+}
+
+// A forked child shares its parent's hidden connections: its requests would
+// interleave with the parent's on one stream. The child's copies are closed
+// (the parent's channels go on); its inherited channel fds answer ENODEV.
+void forget_channels_in_child() {
+  const int n = g_cm_used.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    pthread_mutex_init(&g_cm_mu[i], nullptr);  // a parent thread may have held it
+    const int sock = g_cm[i].sock.exchange(-1, std::memory_order_relaxed);
+    if (sock >= 0 && inode_of(sock) == g_cm[i].sock_ino.load(std::memory_order_relaxed)) {
+      real_close(sock);
+    }
+  }
 }
 
 // --- the hidden connection -----------------------------------------------------

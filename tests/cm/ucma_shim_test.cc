@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -305,8 +306,12 @@ TEST(UcmaShim, GetEventBlocksUntilTheChannelIsReadable) {
   rdma_ucm_create_id cmd{};
   cmd.response = reinterpret_cast<uintptr_t>(&resp);
   EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)), 0);
-  d.queue_event(42);
-  EXPECT_EQ(poll(&p, 1, 5000), 1);
+  d.queue_event(42);  // the eventfd becomes readable: the waiting thread takes the event
+  for (int i = 0; i < 500 && !done; ++i) usleep(10000);
+  if (!done) {  // the bug under test: do not hang the test on it
+    t.detach();
+    FAIL() << "GET_EVENT did not return once the event was queued";
+  }
   t.join();
   EXPECT_TRUE(done);
   EXPECT_EQ(ev.id, 42u);
@@ -347,6 +352,33 @@ TEST(UcmaShim, BurstdGoneWakesABlockedGetEventWithEnodev) {
   rdma_ucm_create_id cmd{};  // and every later command says so too
   EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, 0), -1);
   EXPECT_EQ(errno, ENODEV);
+  close(fd);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(UcmaShim, AForkedChildDoesNotShareTheParentsConnection) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rdma_ucm_create_id cmd{};
+    const bool enodev = ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, 0) == -1 && errno == ENODEV;
+    _exit(enodev ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(d.open_conns(), 1);  // the parent's connection is untouched
+  rdma_ucm_create_id_resp resp{};
+  rdma_ucm_create_id cmd{};
+  cmd.response = reinterpret_cast<uintptr_t>(&resp);
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)), 0);
+  EXPECT_EQ(resp.id, 77u);
   close(fd);
 }
 
