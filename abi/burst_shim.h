@@ -75,6 +75,9 @@
  *                       requests), as the kernel's ucma_close.
  *   read(channel)       not intercepted: librdmacm never reads the channel
  *                       (reading would reset the eventfd under burstd).
+ *   fork()              the child closes its copies of the hidden connections
+ *                       (pthread_atfork): its inherited channels answer ENODEV,
+ *                       the parent's go on undisturbed.
  * Commands on one channel are serialised (a mutex per channel); a channel fd
  * is recognised by its number and inode together (a table as for completion
  * channels). class/misc/rdma_cm/abi_version in burstctl's sysfs tree says 4.
