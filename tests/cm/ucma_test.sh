@@ -7,9 +7,11 @@
 # /dev/infiniband/rdma_cm from burstd); server in A, client in B, both must
 # exit 0: rping (data verified), ucmatose, udaddy, rdma_server/client,
 # ib_write_bw -R, ib_send_lat -R, rstream, riostream, and when installed
-# fi_pingpong (verbs, dgram) and qperf -cm1. Then a connect to a port nobody listens on must end in
-# RDMA_CM_EVENT_REJECTED (the peer's CM answers REJ), not a timeout.
+# fi_pingpong (verbs, dgram) and qperf -cm1. Then a connect to a port nobody
+# listens on must end in RDMA_CM_EVENT_REJECTED (the peer's CM answers REJ),
+# not a timeout, and neither burstd may hold an rdma_cm id or channel after.
 # Usage: ucma_test.sh BURSTCTL BURSTD [CASES...]   (CASES: names below; default all)
+# BURSTD_WORKERS: workers (and queues) per burstd (default 1).
 # Exit: 0 pass, 1 fail, 77 skipped (not root, tools missing, kernel with RDMA,
 # burstd without a connection manager).
 set -uo pipefail
@@ -34,13 +36,14 @@ REPORT=${BURST_UCMA_REPORT:-$TMP/report.txt}
 : >"$REPORT"
 netns_cmd_env
 
-netns_link_ab a0 10.47.0.1 b0 10.47.0.2
+W=${BURSTD_WORKERS:-1}
+netns_link_ab a0 10.47.0.1 b0 10.47.0.2 numrxqueues "$W" numtxqueues "$W"
 inA ping -c1 -W2 10.47.0.2 >/dev/null || fail "no IP connectivity over the veth"
 
 netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "in $NA" --backend xdp --netdev a0 \
-  --workers 1
+  --workers "$W"
 netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "in $NB" --backend xdp --netdev b0 \
-  --workers 1
+  --workers "$W"
 
 runA() { brun_in "$NA" a0 "$TMP/a.sock" "$T" "$@"; }
 runB() { brun_in "$NB" b0 "$TMP/b.sock" "$T" "$@"; }
