@@ -342,5 +342,76 @@ TEST(IbCm, EstablishBeforeRtu) {
   EXPECT_EQ(p.b->cm.counters().retransmits, 0u);
 }
 
+// One port connecting to itself (client and server under the same burstd):
+// every MAD comes back to the same IbCm.
+struct SelfHost : IbCmHost {
+  bool send_mad(const Mad& m) override {
+    queue.push_back(m);
+    return true;
+  }
+  void cm_event(CmHandle h, const CmEvent& e) override {
+    events.emplace_back(h, e);
+    if (e.type == CmEventType::kReqReceived) {
+      CmRepParams rep;
+      rep.qpn = 0x22;
+      cm->send_rep(h, rep);
+    } else if (e.type == CmEventType::kRepReceived) {
+      cm->send_rtu(h, nullptr, 0);
+    } else if (e.type == CmEventType::kDreqReceived) {
+      cm->send_drep(h, nullptr, 0);
+    }
+  }
+  uint64_t now_ns() override { return clock_ns; }
+  void run() {
+    for (;;) {
+      while (!queue.empty()) {
+        Mad m = queue.front();
+        queue.erase(queue.begin());
+        m.peer.gid = gid;
+        cm->receive(m);
+      }
+      if (cm->next_deadline() == UINT64_MAX) return;
+      clock_ns = cm->next_deadline();
+      cm->tick();
+    }
+  }
+  int count(CmEventType t) const {
+    int n = 0;
+    for (const auto& [h, e] : events) n += e.type == t;
+    return n;
+  }
+  IbCm* cm = nullptr;
+  Gid gid{};
+  uint64_t clock_ns = 1;
+  std::vector<Mad> queue;
+  std::vector<std::pair<CmHandle, CmEvent>> events;
+};
+
+TEST(IbCm, ConnectsToItself) {
+  SelfHost host;
+  host.gid[15] = 7;
+  IbCm cm(host, 0x77, 5);
+  host.cm = &cm;
+  CmHandle l = cm.create_id(1);
+  ASSERT_EQ(cm.listen(l, kPsTcpService, 0), 0);
+  CmHandle a = cm.create_id(2);
+  CmReqParams r;
+  r.path.sgid = r.path.dgid = host.gid;
+  r.service_id = kPsTcpService;
+  r.qpn = 0x11;
+  ASSERT_EQ(cm.send_req(a, r), 0);
+  host.run();
+  EXPECT_EQ(host.count(CmEventType::kReqReceived), 1);
+  EXPECT_EQ(host.count(CmEventType::kRepReceived), 1);
+  EXPECT_EQ(host.count(CmEventType::kRtuReceived), 1);
+  ASSERT_EQ(cm.send_dreq(a, nullptr, 0), 0);
+  host.run();
+  EXPECT_EQ(host.count(CmEventType::kDreqReceived), 1);
+  EXPECT_EQ(host.count(CmEventType::kDrepReceived), 1);
+  EXPECT_EQ(host.count(CmEventType::kTimewaitExit), 2);
+  EXPECT_EQ(cm.counters().dropped_no_match, 0u);
+  EXPECT_EQ(cm.counters().retransmits, 0u);
+}
+
 }  // namespace
 }  // namespace burst::cm::test

@@ -6,6 +6,7 @@ add_executable(ib_cm_tests
   ${CMAKE_CURRENT_LIST_DIR}/mad_golden_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ib_cm_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/ib_cm_fault_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/ib_cm_golden_test.cc
 )
 target_compile_definitions(ib_cm_tests PRIVATE
   BURST_RXE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures/rxe")
