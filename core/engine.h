@@ -40,7 +40,7 @@
 // EngineCounters::mem_space_*_errors.
 //
 // QP1: the engine owning QPN 1 may have a GsiChannel attached (attach_gsi,
-// core/gsi.h): frames for DQPN 1 then go to the control thread's CM as MADs and
+// core/gsi_channel.h): frames for DQPN 1 then go to the control thread's CM as MADs and
 // MADs it queued leave as UD SEND_ONLY frames from QP1; no verbs QP1 exists then.
 //
 // Threading: every member runs on the owning worker thread (the control-plane
@@ -55,7 +55,7 @@
 #include "core/copy/copy_engine.h"
 #include "core/counters.h"
 #include "core/cq.h"
-#include "core/gsi.h"
+#include "core/gsi_channel.h"
 #include "core/mr.h"
 #include "core/qp.h"
 #include "core/status.h"
@@ -184,7 +184,7 @@ class Engine {
     return tx_count_ != 0 || (gsi_ != nullptr && gsi_->tx_pending());
   }
 
-  // QP1 in the datapath (core/gsi.h; the engine owning QPN 1, before traffic):
+  // QP1 in the datapath (core/gsi_channel.h; the engine owning QPN 1, before traffic):
   // frames for DQPN 1 go to `channel`'s rx ring, MADs queued on it are sent
   // from QP1 (BTH PSNs from initial_psn; the kernel starts QP1 at 0). nullptr
   // detaches. kBusy while a verbs QP1 exists; create_qp(gsi) is then kBusy.
@@ -350,7 +350,7 @@ class Engine {
   void mcast_detach_all(uint32_t qpn);
   Build build_ud_send(Qp& qp, datapath::Frame& buf);
 
-  // gsi.cc: QP1 in the datapath.
+  // gsi_channel.cc: QP1 in the datapath.
   void gsi_receive(const wire::PacketView& pv);
   uint32_t gsi_build(datapath::Frame* bufs, uint32_t n);
 

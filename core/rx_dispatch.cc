@@ -127,7 +127,7 @@ void Engine::dispatch(const wire::PacketView& pv, uint64_t now_ns) {
   Qp* qp = find_qp(bth.dest_qpn());
   if (qp == nullptr) {
     if (gsi_ != nullptr && bth.dest_qpn() == kGsiQpn) {
-      gsi_receive(pv);  // QP1 in the datapath (core/gsi.cc)
+      gsi_receive(pv);  // QP1 in the datapath (core/gsi_channel.cc)
       return;
     }
     ++counters_.rx_drop[static_cast<size_t>(Drop::kUnknownQp)];
@@ -200,7 +200,7 @@ uint32_t Engine::build_for_qp(Qp& qp, datapath::Frame* bufs, uint32_t n, uint64_
 uint32_t Engine::tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns) {
   tx_stage_.begin = tx_stage_.end = nullptr;  // see space_read()
   uint32_t out = 0;
-  if (gsi_ != nullptr) out = gsi_build(bufs, n);  // QP1's MADs first (core/gsi.cc)
+  if (gsi_ != nullptr) out = gsi_build(bufs, n);  // QP1's MADs first (core/gsi_channel.cc)
   bool no_room = false;
   bool progress = true;
   while (out < n && tx_count_ != 0 && progress && !no_room) {

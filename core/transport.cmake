@@ -7,7 +7,7 @@ add_library(burst_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/counters.cc
   ${CMAKE_CURRENT_LIST_DIR}/cq.cc
   ${CMAKE_CURRENT_LIST_DIR}/engine.cc
-  ${CMAKE_CURRENT_LIST_DIR}/gsi.cc
+  ${CMAKE_CURRENT_LIST_DIR}/gsi_channel.cc
   ${CMAKE_CURRENT_LIST_DIR}/mcast.cc
   ${CMAKE_CURRENT_LIST_DIR}/mr.cc
   ${CMAKE_CURRENT_LIST_DIR}/qp.cc

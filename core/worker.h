@@ -79,7 +79,7 @@ class Handoff {
   void set_wake_fd(uint32_t w, int fd) { sleepers_[w].fd = fd; }
   // Control plane, before the workers start: one more ring whose consumer is
   // worker w and whose producer is another thread (QP1's MADs to send,
-  // core/gsi.h); may_sleep(w) checks it too, its producer calls wake(w).
+  // core/gsi_channel.h); may_sleep(w) checks it too, its producer calls wake(w).
   void add_inbound(uint32_t w, const SpscFrameRing* ring) { sleepers_[w].inbound = ring; }
   // Worker w, about to sleep: false (do not sleep) when a ring to w holds frames.
   bool may_sleep(uint32_t w) {

@@ -10,7 +10,7 @@
 //
 // QP1 (the GSI QP: CM MADs) is in the datapath: gsi() is the control
 // thread's side (daemon/burstd/gsi.h), its channel attached to worker 0's
-// Engine, which owns QPN 1 (core/gsi.h).
+// Engine, which owns QPN 1 (core/gsi_channel.h).
 //
 // Threading: control thread, except what runs inside worker commands.
 // MrTable PD calls are made by the control thread, or by one worker inside a

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // QP1 of burstd's port for the control thread: the CM MADs QP1 received, and
 // MADs to send from it (IB CM over RoCEv2, cm/ib_cm.h's Mad and MadPeer). The
-// datapath side is core/gsi.h: a GsiChannel whose rings join the control
+// datapath side is core/gsi_channel.h: a GsiChannel whose rings join the control
 // thread to the worker owning QPN 1 (worker 0), attached to its Engine by the
 // Device before the workers start.
 //
@@ -16,7 +16,7 @@
 //              if it sleeps (core::Handoff::wake).
 //
 // Counters (burstctl counters, gsi.*): rx, tx, drop_qkey, drop_len,
-// drop_opcode, rx_ring_full, tx_ring_full, tx_bad_path (core/gsi.h), and
+// drop_opcode, rx_ring_full, tx_ring_full, tx_bad_path (core/gsi_channel.h), and
 // drop_dgid, tx_unreachable (here).
 //
 // Threading: the control thread (every member).
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "cm/ib_cm.h"
-#include "core/gsi.h"
+#include "core/gsi_channel.h"
 #include "core/worker.h"
 #include "net/addr.h"
 

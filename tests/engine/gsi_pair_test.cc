@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// QP1 in the datapath between two ports over the loopback wire (core/gsi.h):
+// QP1 in the datapath between two ports over the loopback wire (core/gsi_channel.h):
 // MADs queued on one port's GsiChannel leave as UD SEND_ONLY frames from QP1
 // and reach the other port's channel with their peer (GID, MAC, QPN), both
 // ways, in order. With two workers per port the wires are crossed (port A's
@@ -16,7 +16,7 @@
 
 #include "core/copy/copy_engine.h"
 #include "core/engine.h"
-#include "core/gsi.h"
+#include "core/gsi_channel.h"
 #include "core/mr.h"
 #include "core/worker.h"
 #include "datapath/loopback/loopback.h"

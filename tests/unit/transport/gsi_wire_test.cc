@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// QP1 in the datapath (core/gsi.h) against the CM MADs Linux rxe sent
+// QP1 in the datapath (core/gsi_channel.h) against the CM MADs Linux rxe sent
 // (tests/fixtures/rxe/cm_rping_mtu1024.pcap: rping's REQ, REP, RTU, DREQ, DREP
 // between vm1 10.99.0.11 / 52:54:00:99:00:01 and vm2 10.99.0.12 / :02).
 //   transmit: the REQ's MAD and the capture's peer, sent through an Engine with
@@ -24,7 +24,7 @@
 
 #include "core/copy/copy_engine.h"
 #include "core/engine.h"
-#include "core/gsi.h"
+#include "core/gsi_channel.h"
 #include "core/mr.h"
 #include "core/wire/frame.h"
 #include "core/worker.h"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-// QP1 in the datapath (core/gsi.h): the channel between QPN 1's worker and the
+// QP1 in the datapath (core/gsi_channel.h): the channel between QPN 1's worker and the
 // control thread, and the Engine's part: MADs received on DQPN 1, UD SEND_ONLY
 // frames built from QP1.
-#include "core/gsi.h"
+#include "core/gsi_channel.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>
