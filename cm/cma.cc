@@ -45,14 +45,17 @@ int Cma::Impl::dispatch(ChannelId channel, uint32_t cmd, const void* in, size_t 
       /* GET_OPTION */ {nullptr, 0, 0},
       /* SET_OPTION */ {&Impl::cmd_set_option, sizeof(rdma_ucm_set_option), 0},
       /* NOTIFY */ {&Impl::cmd_notify, sizeof(rdma_ucm_notify), 0},
-      /* JOIN_IP_MCAST */ {nullptr, 0, 0},
-      /* LEAVE_MCAST */ {nullptr, 0, 0},
+      /* JOIN_IP_MCAST */ {&Impl::cmd_join_ip_mcast, sizeof(rdma_ucm_join_ip_mcast),
+                           sizeof(rdma_ucm_create_id_resp)},
+      /* LEAVE_MCAST */ {&Impl::cmd_leave_mcast, sizeof(rdma_ucm_destroy_id),
+                         sizeof(rdma_ucm_destroy_id_resp)},
       /* MIGRATE_ID */ {&Impl::cmd_migrate_id, sizeof(rdma_ucm_migrate_id),
                         sizeof(rdma_ucm_migrate_resp)},
       /* QUERY */ {&Impl::cmd_query, sizeof(rdma_ucm_query), 0},
       /* BIND */ {&Impl::cmd_bind, sizeof(rdma_ucm_bind), 0},
       /* RESOLVE_ADDR */ {&Impl::cmd_resolve_addr, sizeof(rdma_ucm_resolve_addr), 0},
-      /* JOIN_MCAST */ {nullptr, 0, 0},
+      /* JOIN_MCAST */ {&Impl::cmd_join_mcast, sizeof(rdma_ucm_join_mcast),
+                        sizeof(rdma_ucm_create_id_resp)},
   };
   static_assert(sizeof(kCommands) / sizeof(kCommands[0]) == RDMA_USER_CM_CMD_JOIN_MCAST + 1);
   if (channels.find(channel) == channels.end()) return -EBADF;

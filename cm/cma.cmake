@@ -7,6 +7,7 @@ add_library(burst_cma STATIC
   cma_conn.cc
   cma_events.cc
   cma_ids.cc
+  cma_mcast.cc
   cma_qp_attr.cc
   cma_ud.cc
 )

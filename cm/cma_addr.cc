@@ -118,6 +118,37 @@ Gid ip_to_gid(const sockaddr_storage& a) {
   return g;
 }
 
+sockaddr_storage gid_to_ip(const Gid& g) {
+  sockaddr_storage a{};
+  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+  if (!std::memcmp(g.data(), v4mapped, 12)) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&a);
+    in->sin_family = AF_INET;
+    std::memcpy(&in->sin_addr, &g[12], 4);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&a);
+    in6->sin6_family = AF_INET6;
+    std::memcpy(&in6->sin6_addr, g.data(), 16);
+  }
+  return a;
+}
+
+bool addr_loopback(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET)
+    return (ntohl(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr) >> 24) == 127;
+  if (a.ss_family == AF_INET6)
+    return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr);
+  return false;
+}
+
+bool addr_multicast(const sockaddr* a) {
+  if (a->sa_family == AF_INET)
+    return IN_MULTICAST(ntohl(reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr));
+  if (a->sa_family == AF_INET6)
+    return IN6_IS_ADDR_MULTICAST(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr);
+  return false;
+}
+
 uint64_t service_id(uint16_t ps, uint16_t port) { return uint64_t{ps} << 16 | port; }
 
 // struct cma_hdr: cma_version, ip_version << 4, the source port, source and
@@ -233,6 +264,7 @@ int Cma::Impl::resolve_addr(Id* id, const sockaddr* src, const sockaddr* dst, ui
   std::memcpy(&id->dst, dst, cma::addr_size(dst));
   CmaRoute route{};
   int r = host.resolve_route(reinterpret_cast<const sockaddr*>(&id->src), dst, timeout_ms, &route);
+  if (r && cma::addr_multicast(dst)) r = mcast_route(id, dst, &route);  // mckey's destination
   if (r < 0) r = -r;
   if (r == ETIMEDOUT) {  // the neighbour never answered: addr_handler's ADDR_ERROR
     queue(id, cma::kAddrError, -ETIMEDOUT);

@@ -69,12 +69,10 @@ int Cma::Impl::connect_rc(Id* id, const rdma_ucm_conn_param& p) {
   r.private_data_len = static_cast<uint8_t>(cma::kCmaHdrSize + p.private_data_len);
   CmHandle h = ib.create_id(id->handle);
   if (h == kNoCmHandle) return -ENOMEM;
-  if (int rc = ib.send_req(h, r)) {
-    ib.destroy_id(h);
-    return -(rc > 0 ? rc : -rc);
-  }
-  id->cm = h;
+  // The id is connecting before the REQ goes out: IbCm may report from inside the call.
   by_cm[h] = id->handle;
+  id->cm = h;
+  id->state = State::kConnect;
   id->active = true;
   id->qp_num = r.qpn;
   id->srq = r.srq;
@@ -83,7 +81,14 @@ int Cma::Impl::connect_rc(Id* id, const rdma_ucm_conn_param& p) {
   id->retry_count = r.retry_count;
   id->rnr_retry_count = r.rnr_retry_count;
   id->ack_timeout_qp = static_cast<uint8_t>(id->path.packet_life_time + 1);
-  id->state = State::kConnect;
+  if (int rc = ib.send_req(h, r)) {
+    by_cm.erase(h);
+    id->cm = kNoCmHandle;
+    id->state = State::kRouteResolved;
+    id->active = false;
+    ib.destroy_id(h);
+    return -(rc > 0 ? rc : -rc);
+  }
   return 0;
 }
 
@@ -136,14 +141,16 @@ void Cma::Impl::stop_listen(Id* id) {
 }
 
 Id* Cma::Impl::find_listener(uint64_t sid, const sockaddr_storage& local) {
+  auto holders = ports.find(static_cast<uint32_t>(sid));  // (port space << 16 | port)
+  if (holders == ports.end() || (sid >> 32) != 0) return nullptr;
   Id* any = nullptr;
-  for (auto& [h, id] : ids) {
-    if (id->state != State::kListen || cma::service_id(id->ps, cma::addr_port(id->src)) != sid)
-      continue;
-    if (cma::addr_equal(id->src, local)) return id.get();
+  for (uint32_t h : holders->second) {
+    Id* id = ids.at(h).get();
+    if (id->state != State::kListen) continue;
+    if (cma::addr_equal(id->src, local)) return id;
     if (cma::addr_any(id->src) && same_family_any(id->src, local) &&
         !(id->afonly && id->src.ss_family != local.ss_family))
-      any = id.get();
+      any = id;
   }
   return any;
 }

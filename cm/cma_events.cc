@@ -93,6 +93,10 @@ int Cma::Impl::cmd_get_event(ChannelId ch, const void*, size_t, void* out, size_
     it->second->events_reported++;
     if (ev.resp.event == cma::kConnectRequest) it->second->backlog++;
   }
+  if (ev.mc) {
+    auto mc = mcasts.find(ev.mc);
+    if (mc != mcasts.end()) mc->second.events_reported++;
+  }
   if (ev.resp.event == cma::kConnectRequest) {
     auto n = ids.find(ev.new_id);
     if (n != ids.end()) n->second->reported = true;

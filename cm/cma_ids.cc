@@ -26,8 +26,8 @@ int qp_type_of(const rdma_ucm_create_id& cmd, uint8_t* qp_type) {
     case RDMA_PS_TCP: *qp_type = cma::kQptRc; return 0;
     case RDMA_PS_UDP:
     case RDMA_PS_IPOIB: *qp_type = cma::kQptUd; return 0;
-    case RDMA_PS_IB:
-      if (cmd.qp_type != cma::kQptRc && cmd.qp_type != cma::kQptUd) return -EINVAL;
+    case RDMA_PS_IB:  // UC and XRC ids: not in burst's rdma_cm
+      if (cmd.qp_type != cma::kQptRc && cmd.qp_type != cma::kQptUd) return -EOPNOTSUPP;
       *qp_type = cmd.qp_type;
       return 0;
     default: return -EINVAL;
@@ -104,6 +104,7 @@ uint32_t Cma::Impl::destroy(Id* id) {
     id->cm = kNoCmHandle;
   }
   release_port(id);
+  drop_mcasts(id);
   drop_events(id);  // and the new ids of unreported connection requests
   uint32_t reported = id->events_reported;
   counters.ids_destroyed++;
@@ -128,7 +129,8 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
     if (!ps) return -EPROTONOSUPPORT;
   } else if (!cma::addr_any(a)) {
     int r = host.local_address(reinterpret_cast<const sockaddr*>(&a), &sgid_index, &sgid);
-    if (r) return -(r > 0 ? r : -r);
+    // A loopback address is the host's, but no RDMA port has it (cma_acquire_dev_by_src_ip).
+    if (r) return cma::addr_loopback(a) ? -ENODEV : -(r > 0 ? r : -r);
   }
   // Without the option an IPv4 bind is AF-only, an IPv6 one not (bindv6only 0).
   bool afonly = id->afonly_set ? id->afonly : a.ss_family == AF_INET;

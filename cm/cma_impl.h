@@ -102,7 +102,17 @@ struct Id {
 struct Event {
   uint32_t id = 0;     // the Id it counts against (the listener for CONNECT_REQUEST)
   uint32_t new_id = 0;  // CONNECT_REQUEST: the new Id
+  uint32_t mc = 0;      // MULTICAST_JOIN: the Mcast
   rdma_ucm_event_resp resp{};
+};
+
+// One multicast join of an id (ucma_multicast).
+struct Mcast {
+  uint32_t handle = 0;  // the id the application names it by (LEAVE_MCAST)
+  uint32_t id = 0;      // its Id
+  uint64_t uid = 0;
+  sockaddr_storage addr{};
+  uint32_t events_reported = 0;
 };
 
 struct Channel {
@@ -129,7 +139,9 @@ struct Cma::Impl {
   std::map<uint32_t, std::vector<uint32_t>> ports;
   // service id -> IbCm listen handle and how many Ids listen through it
   std::map<uint64_t, std::pair<CmHandle, uint32_t>> listens;
+  std::map<uint32_t, cma::Mcast> mcasts;
   uint32_t next_handle = 1;
+  uint32_t next_mcast = 1;
   std::mt19937_64 rng;
 
   // cma.cc: one UCMA command through the command table
@@ -183,6 +195,16 @@ struct Cma::Impl {
   void on_sidr_req(uint64_t sid, CmHandle handle, const CmEvent& ev);
   void on_sidr_rep(Id* id, const CmEvent& ev);
 
+  // cma_mcast.cc
+  int join(ChannelId ch, uint32_t id, uint64_t uid, const sockaddr* addr, size_t addr_size,
+           uint16_t flags, void* out);
+  void drop_mcasts(Id* id);
+  // A route for a multicast destination: the source's own GID, no neighbour.
+  int mcast_route(Id* id, const sockaddr* dst, CmaRoute* route);
+  int cmd_join_ip_mcast(ChannelId ch, const void* in, size_t in_len, void* out, size_t out_len);
+  int cmd_join_mcast(ChannelId ch, const void* in, size_t in_len, void* out, size_t out_len);
+  int cmd_leave_mcast(ChannelId ch, const void* in, size_t in_len, void* out, size_t out_len);
+
   // cma_events.cc
   bool queue(Id* id, uint32_t type, int32_t status, uint32_t new_id = 0);
   bool queue_event(const cma::Event& ev);
@@ -206,6 +228,9 @@ void set_port(sockaddr_storage* a, uint16_t port);
 bool addr_any(const sockaddr_storage& a);
 bool addr_equal(const sockaddr_storage& a, const sockaddr_storage& b);  // family and IP
 Gid ip_to_gid(const sockaddr_storage& a);  // rdma_ip2gid (zero when neither IPv4 nor IPv6)
+sockaddr_storage gid_to_ip(const Gid& g);  // IPv4-mapped: AF_INET, else AF_INET6 (port 0)
+bool addr_multicast(const sockaddr* a);
+bool addr_loopback(const sockaddr_storage& a);  // 127.0.0.0/8, ::1
 uint64_t service_id(uint16_t ps, uint16_t port);  // RDMA_IB_IP_PS_* | port
 void write_cma_hdr(const Id& id, uint8_t* out);  // the 36-byte cma_hdr
 // Reads a cma_hdr: the peer's address (port from the header) into *src and

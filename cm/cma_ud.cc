@@ -45,15 +45,20 @@ int Cma::Impl::connect_ud(Id* id, const rdma_ucm_conn_param& p) {
   r.private_data_len = static_cast<uint8_t>(cma::kCmaHdrSize + p.private_data_len);
   CmHandle h = ib.create_id(id->handle);
   if (h == kNoCmHandle) return -ENOMEM;
+  // The id is connecting before the SIDR_REQ goes out: IbCm may report from inside the call.
+  by_cm[h] = id->handle;
+  id->cm = h;
+  id->state = State::kConnect;
+  id->active = true;
+  id->qp_num = p.qp_num & 0xFFFFFF;
   if (int rc = ib.send_sidr_req(h, r)) {
+    by_cm.erase(h);
+    id->cm = kNoCmHandle;
+    id->state = State::kRouteResolved;
+    id->active = false;
     ib.destroy_id(h);
     return -(rc > 0 ? rc : -rc);
   }
-  id->cm = h;
-  by_cm[h] = id->handle;
-  id->active = true;
-  id->qp_num = p.qp_num & 0xFFFFFF;
-  id->state = State::kConnect;
   return 0;
 }
 

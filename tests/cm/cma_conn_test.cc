@@ -250,6 +250,48 @@ TEST_F(RcTest, BothEndsOnOneHost) {
   EXPECT_EQ(w.b->ib->counters().mads_received, 0u);  // nothing reached the other host
 }
 
+TEST_F(RcTest, RpingOverIpv6) {
+  sockaddr_in6 listen_addr = w.a->ip6;
+  listen_addr.sin6_port = htons(7174);
+  uint32_t lid = create_id(server(), kServerCh, 0x1000);
+  rdma_ucm_bind b{};
+  b.id = lid;
+  b.addr_size = sizeof(sockaddr_in6);
+  std::memcpy(&b.addr, &listen_addr, sizeof(listen_addr));
+  ASSERT_EQ(ucma(server(), kServerCh, RDMA_USER_CM_CMD_BIND, b), 0);
+  ASSERT_EQ(listen(server(), kServerCh, lid), 0);
+  uint32_t cid = create_id(client(), kClientCh, 0x2000);
+  rdma_ucm_resolve_addr r{};
+  r.id = cid;
+  r.dst_size = sizeof(sockaddr_in6);
+  std::memcpy(&r.dst_addr, &listen_addr, sizeof(listen_addr));
+  ASSERT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_RESOLVE_ADDR, r), 0);
+  ASSERT_EQ(resolve_route(client(), kClientCh, cid), 0);
+  while (get_event(client(), kClientCh)) {
+  }
+  ASSERT_EQ(connect(client(), kClientCh, cid, conn_param(kClientQpn)), 0);
+  w.pump();
+  auto req = get_event(server(), kServerCh);
+  ASSERT_TRUE(req);
+  EXPECT_EQ(req->event, kEvConnectRequest);
+  rdma_ucm_query_addr_resp addr{};
+  ASSERT_GT(query(server(), kServerCh, req->id, RDMA_USER_CM_QUERY_ADDR, &addr, sizeof(addr)), 0);
+  EXPECT_EQ(addr.src_size, sizeof(sockaddr_in6));
+  auto* dst = reinterpret_cast<sockaddr_in6*>(&addr.dst_addr);
+  EXPECT_EQ(dst->sin6_family, AF_INET6);
+  EXPECT_EQ(std::memcmp(&dst->sin6_addr, &w.b->ip6.sin6_addr, 16), 0);
+  ib_uverbs_qp_attr rtr;
+  ASSERT_GT(init_qp_attr(server(), kServerCh, req->id, kRtr, &rtr), 0);
+  EXPECT_EQ(rtr.ah_attr.grh.sgid_index, 2);
+  EXPECT_EQ(std::memcmp(rtr.ah_attr.grh.dgid, w.b->gid6.data(), 16), 0);
+  auto p = conn_param(kServerQpn);
+  ASSERT_EQ(accept(server(), kServerCh, req->id, 0x3000, &p), 0);
+  w.pump();
+  auto resp = get_event(client(), kClientCh);
+  ASSERT_TRUE(resp);
+  EXPECT_EQ(resp->event, kEvConnectResponse);
+}
+
 TEST_F(RcTest, RejectCarriesReasonAndPrivateData) {
   listen_on(7174);
   uint32_t cid = resolve(7174);

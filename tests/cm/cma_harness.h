@@ -35,6 +35,8 @@ struct Side : IbCmHost, CmaHost {
   int index;
   sockaddr_in ip{};
   Gid gid{};
+  sockaddr_in6 ip6{};  // 2001:db8::b / 2001:db8::c, its own GID (index 2)
+  Gid gid6{};
   Mac mac{};
   uint64_t guid = 0;
   std::deque<Mad> outbox;
@@ -78,6 +80,11 @@ struct World {
     if (b->ip.sin_addr.s_addr == ip) return b.get();
     return nullptr;
   }
+  Side* by_ip6(const in6_addr& ip) {
+    if (!std::memcmp(&a->ip6.sin6_addr, &ip, 16)) return a.get();
+    if (!std::memcmp(&b->ip6.sin6_addr, &ip, 16)) return b.get();
+    return nullptr;
+  }
   // Delivers every queued MAD (and the MADs they cause) to its peer.
   void pump() {
     for (int rounds = 0; rounds < 1000; ++rounds) {
@@ -86,11 +93,12 @@ struct World {
         while (!s->outbox.empty()) {
           Mad m = s->outbox.front();
           s->outbox.pop_front();
-          Side* to = m.peer.gid == s->gid ? s : other(s);  // one host: to itself
-          m.peer.gid = s->gid;  // receive side: the frame's source
+          const bool v6 = m.peer.gid == s->gid6 || m.peer.gid == other(s)->gid6;
+          Side* to = (m.peer.gid == s->gid || m.peer.gid == s->gid6) ? s : other(s);
+          m.peer.gid = v6 ? s->gid6 : s->gid;  // receive side: the frame's source
           m.peer.mac = s->mac;
           m.peer.remote_qpn = kGsiQpn;
-          m.peer.sgid_index = 1;
+          m.peer.sgid_index = v6 ? 2 : 1;
           to->ib->receive(m);
           moved = true;
         }
@@ -118,6 +126,9 @@ inline Side::Side(World& w, int i) : world(w), index(i) {
   std::memcpy(&gid[12], &ip.sin_addr, 4);
   mac = {0x52, 0x54, 0x00, 0x99, 0x00, static_cast<uint8_t>(1 + i)};
   guid = 0x505400fffe990001ULL + i;
+  ip6.sin6_family = AF_INET6;
+  inet_pton(AF_INET6, i ? "2001:db8::c" : "2001:db8::b", &ip6.sin6_addr);
+  std::memcpy(gid6.data(), &ip6.sin6_addr, 16);
   ib = std::make_unique<IbCm>(*this, guid, 7 + i);
   cma = std::make_unique<Cma>(*this, *ib);
 }
@@ -131,6 +142,13 @@ inline bool Side::send_mad(const Mad& mad) {
 inline uint64_t Side::now_ns() { return world.now; }
 
 inline int Side::local_address(const sockaddr* addr, uint8_t* sgid_index, Gid* sgid) {
+  if (addr->sa_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    if (std::memcmp(&in6->sin6_addr, &ip6.sin6_addr, 16)) return EADDRNOTAVAIL;
+    *sgid_index = 2;
+    *sgid = gid6;
+    return 0;
+  }
   if (addr->sa_family != AF_INET) return EADDRNOTAVAIL;
   auto* in = reinterpret_cast<const sockaddr_in*>(addr);
   if (in->sin_addr.s_addr != ip.sin_addr.s_addr) return EADDRNOTAVAIL;
@@ -140,6 +158,20 @@ inline int Side::local_address(const sockaddr* addr, uint8_t* sgid_index, Gid* s
 }
 
 inline int Side::resolve_route(const sockaddr*, const sockaddr* dst, uint32_t, CmaRoute* out) {
+  if (dst->sa_family == AF_INET6) {
+    Side* peer = world.by_ip6(reinterpret_cast<const sockaddr_in6*>(dst)->sin6_addr);
+    if (!peer) return EHOSTUNREACH;
+    *out = CmaRoute{};
+    std::memcpy(&out->src, &ip6, sizeof(ip6));
+    out->sgid_index = 2;
+    out->sgid = gid6;
+    out->dgid = peer->gid6;
+    out->smac = mac;
+    out->dmac = peer->mac;
+    out->hop_limit = 64;
+    out->mtu = 3;
+    return 0;
+  }
   if (dst->sa_family != AF_INET) return EHOSTUNREACH;
   if (reinterpret_cast<const sockaddr_in*>(dst)->sin_addr.s_addr == htonl(0x0A630062))
     return ETIMEDOUT;  // 10.99.0.98: on the link, never answers ARP

@@ -7,6 +7,7 @@ if(TARGET burst_cma AND TARGET burst_cm)
     ${CMAKE_CURRENT_LIST_DIR}/cma_conn_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cma_ud_test.cc
     ${CMAKE_CURRENT_LIST_DIR}/cma_cmd_test.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cma_kernel_peer_test.cc
   )
   target_compile_definitions(cma_tests PRIVATE
     BURST_RXE_FIXTURES_DIR="${PROJECT_SOURCE_DIR}/tests/fixtures/rxe")

@@ -98,9 +98,87 @@ TEST_F(UdTest, SidrRejectIsUnreachable) {
   EXPECT_EQ(ev->status, 2u);  // IB_SIDR_REJECT
 }
 
+TEST_F(UdTest, LostSidrRequestsEndUnreachable) {
+  uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
+  w.link_up = false;
+  ASSERT_EQ(connect(client(), kClientCh, cid, conn_param(0x26)), 0);
+  std::optional<rdma_ucm_event_resp> ev;
+  for (int i = 0; i < 100 && !ev && w.advance(); ++i) ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvUnreachable);
+  EXPECT_EQ(static_cast<int32_t>(ev->status), -ETIMEDOUT);
+}
+
+TEST_F(UdTest, NoUdListenerIsUnreachable) {
+  uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
+  ASSERT_EQ(connect(client(), kClientCh, cid, conn_param(0x26)), 0);
+  w.pump();
+  auto ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvUnreachable);
+  EXPECT_NE(ev->status, 0u);  // the SIDR_REP's status (no listener)
+}
+
 TEST_F(UdTest, RcOverUdIdIsRefused) {
   uint32_t cid = client_at(RDMA_PS_UDP, 0, 7174);
   EXPECT_EQ(connect(client(), kClientCh, cid, conn_param(0x11)), -EINVAL);  // an RC QP
+}
+
+// mckey: a UD id resolved to a group address, joined, left.
+TEST_F(UdTest, MckeyJoinAndLeave) {
+  uint32_t id = create_id(client(), kClientCh, 0x2000, RDMA_PS_UDP);
+  ASSERT_EQ(bind_addr(client(), kClientCh, id, v4("10.99.0.12", 0)), 0);
+  ASSERT_EQ(resolve_addr(client(), kClientCh, id, v4("239.1.2.3", 0)), 0);
+  auto ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, kEvAddrResolved);
+  rdma_ucm_join_mcast j{};
+  j.id = id;
+  j.uid = 0x7777;
+  j.addr_size = sizeof(sockaddr_in);
+  sockaddr_in group = v4("239.1.2.3", 0);
+  std::memcpy(&j.addr, &group, sizeof(group));
+  rdma_ucm_create_id_resp jr{};
+  ASSERT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_JOIN_MCAST, j, &jr, sizeof(jr)),
+            static_cast<int>(sizeof(jr)));
+  ev = get_event(client(), kClientCh);
+  ASSERT_TRUE(ev);
+  EXPECT_EQ(ev->event, 12u);  // RDMA_CM_EVENT_MULTICAST_JOIN
+  EXPECT_EQ(ev->uid, 0x7777u);
+  EXPECT_EQ(ev->id, jr.id);
+  EXPECT_EQ(ev->param.ud.qp_num, 0xFFFFFFu);
+  EXPECT_EQ(ev->param.ud.qkey, 0x01234567u);
+  const uint8_t mgid[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 239, 1, 2, 3};
+  EXPECT_EQ(std::memcmp(ev->param.ud.ah_attr.grh.dgid, mgid, 16), 0);
+  EXPECT_EQ(ev->param.ud.ah_attr.grh.sgid_index, 1);
+  EXPECT_EQ(ev->param.ud.ah_attr.is_global, 1);
+  rdma_ucm_join_ip_mcast ji{};
+  ji.id = id;
+  ji.uid = 0x8888;
+  sockaddr_in6 g6{};
+  g6.sin6_family = AF_INET6;
+  g6.sin6_addr.s6_addr[0] = 0xFF;
+  g6.sin6_addr.s6_addr[1] = 0x0E;
+  std::memcpy(&ji.addr, &g6, sizeof(g6));
+  EXPECT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_JOIN_IP_MCAST, ji, &jr, sizeof(jr)),
+            -EOPNOTSUPP);  // RoCE v2: IPv4 groups only, as the kernel
+  rdma_ucm_destroy_id leave{};
+  leave.id = 0x12345;
+  rdma_ucm_destroy_id_resp lr{};
+  EXPECT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_LEAVE_MCAST, leave, &lr, sizeof(lr)), -ENOENT);
+  leave.id = ev->id;
+  EXPECT_EQ(ucma(server(), kServerCh, RDMA_USER_CM_CMD_LEAVE_MCAST, leave, &lr, sizeof(lr)),
+            -ENOENT);  // another host's table
+  ASSERT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_LEAVE_MCAST, leave, &lr, sizeof(lr)),
+            static_cast<int>(sizeof(lr)));
+  EXPECT_EQ(lr.events_reported, 1u);
+  uint32_t rc = create_id(client(), kClientCh, 0x2001);
+  ASSERT_EQ(bind_addr(client(), kClientCh, rc, v4("10.99.0.12", 0)), 0);
+  j.id = rc;
+  EXPECT_EQ(ucma(client(), kClientCh, RDMA_USER_CM_CMD_JOIN_MCAST, j, &jr, sizeof(jr)), -EINVAL);
+  uint32_t reported = 0;
+  ASSERT_EQ(destroy_id(client(), kClientCh, id, &reported), 4);
+  EXPECT_EQ(reported, 2u);  // ADDR_RESOLVED and MULTICAST_JOIN
 }
 
 // The REQ of rping, as the capture's client: 10.99.0.12 port 0xd357 to
