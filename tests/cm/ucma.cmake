@@ -32,3 +32,21 @@ if(TARGET burstctl AND TARGET burstd AND TARGET burst_provider AND BURST_WITH_XD
       $<TARGET_FILE:burstctl> $<TARGET_FILE:burstd>)
   endif()
 endif()
+
+# rdma_cm interoperability with the kernel's rdma_cm on Linux rxe in a QEMU guest
+# (tests/interop/cm.sh): rping, ucmatose, udaddy, ib_write_bw -R and a rejected connect, both
+# ways; interop.cm_loss: the same (udaddy aside) with netem dropping 10% of what rxe sends, so
+# lost CM MADs are retried. A minute or three each under TCG; skip (77) without a bootable guest.
+if(TARGET burstd AND TARGET burstctl AND BURST_WITH_XDP)
+  add_test(NAME interop.cm
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/interop/cm.sh ${PROJECT_BINARY_DIR})
+  add_test(NAME interop.cm_loss
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/interop/cm.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(interop.cm interop.cm_loss PROPERTIES
+    SKIP_RETURN_CODE 77
+    TIMEOUT 960
+    RUN_SERIAL TRUE
+    LABELS "interop;netns;slow")
+  set_tests_properties(interop.cm_loss PROPERTIES
+    ENVIRONMENT "CM_LOSS=10;CM_TOOLS=rping ucmatose ib_write_bw reject")
+endif()
