@@ -180,9 +180,7 @@ class Engine {
   void rx_burst(const datapath::Frame* frames, uint32_t n, uint64_t now_ns);
   uint32_t tx_build(datapath::Frame* bufs, uint32_t n, uint64_t now_ns);
   void tick(uint64_t now_ns);
-  bool tx_pending() const {
-    return tx_count_ != 0 || (gsi_ != nullptr && gsi_->tx_pending());
-  }
+  bool tx_pending() const { return tx_count_ != 0 || (gsi_ != nullptr && gsi_->tx_pending()); }
 
   // QP1 in the datapath (core/gsi_channel.h; the engine owning QPN 1, before traffic):
   // frames for DQPN 1 go to `channel`'s rx ring, MADs queued on it are sent

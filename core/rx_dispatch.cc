@@ -100,7 +100,8 @@ void Engine::rx_burst(const datapath::Frame* frames, uint32_t n, uint64_t now_ns
   counters_.rx_packets += n;
   counters_.rx_bytes += bytes;
   flush_cqes();  // drains the copies first: frames are not touched after return
-  if (gsi_notify_) {  // one wake-up of the control thread per burst that delivered MADs
+  // One wake-up of the control thread per burst that delivered MADs (QP1).
+  if (gsi_notify_) {
     gsi_notify_ = false;
     gsi_->notify();
   }

@@ -103,8 +103,8 @@ class Handoff {
 
  private:
   struct alignas(64) Sleeper {
-    std::atomic<uint32_t> sleeping{0};  // written by worker w and its producers, read by both
-    int fd = -1;                        // set by the control plane before start
+    std::atomic<uint32_t> sleeping{0};       // written by worker w and its producers, read by both
+    int fd = -1;                             // set by the control plane before start
     const SpscFrameRing* inbound = nullptr;  // add_inbound: set before start, read by worker w
   };
   uint32_t workers_;

@@ -144,7 +144,6 @@ uint8_t Device::port_state() const {
   return port_->link_up() ? BURST_CTL_PORT_ACTIVE : BURST_CTL_PORT_DOWN;
 }
 
-
 int Device::resolve_dmac(const net::Gid& dgid, int timeout_ms, net::MacAddr* mac,
                          std::string* message) const {
   return port_->resolve(dgid, timeout_ms, mac, message);

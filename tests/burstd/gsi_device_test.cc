@@ -99,8 +99,8 @@ void loop_to_self(uint32_t workers) {
   const auto c = counters(*d);
   EXPECT_EQ(c.at("gsi.tx"), kMads);
   EXPECT_EQ(c.at("gsi.rx"), kMads);
-  for (const char* name : {"gsi.drop_qkey", "gsi.drop_len", "gsi.rx_ring_full",
-                           "gsi.tx_ring_full", "gsi.drop_dgid"}) {
+  for (const char* name :
+       {"gsi.drop_qkey", "gsi.drop_len", "gsi.rx_ring_full", "gsi.tx_ring_full", "gsi.drop_dgid"}) {
     EXPECT_EQ(c.at(name), 0u) << name;
   }
   d->stop();

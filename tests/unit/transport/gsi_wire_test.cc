@@ -47,7 +47,8 @@ constexpr uint32_t kMadOff = 14 + 20 + 8 + 12 + 8;  // Ethernet, IPv4, UDP, BTH,
 std::vector<Bytes> capture(const char* name) {
   burst::test::PcapFile pcap;
   std::string error;
-  EXPECT_TRUE(burst::test::read_pcap(std::string(BURST_RXE_FIXTURES_DIR) + "/" + name, &pcap, &error))
+  EXPECT_TRUE(
+      burst::test::read_pcap(std::string(BURST_RXE_FIXTURES_DIR) + "/" + name, &pcap, &error))
       << error;
   return pcap.frames;
 }
