@@ -3,13 +3,17 @@
 // ucma_write), channels, and the IbCm events routed to their ids.
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "cm/cma_impl.h"
 
 namespace burst::cm {
 
-Cma::Impl::Impl(CmaHost& h, IbCm& c) : host(h), ib(c), rng(h.now_ns() ^ 0x9e3779b97f4a7c15ULL) {}
+// Starting PSNs and ephemeral ports are random, as the kernel's (an off-path
+// sender cannot guess them): seeded once from the system's entropy and the clock.
+Cma::Impl::Impl(CmaHost& h, IbCm& c)
+    : host(h), ib(c), rng((uint64_t{std::random_device{}()} << 32) ^ h.now_ns()) {}
 
 int Cma::Impl::dispatch(ChannelId channel, uint32_t cmd, const void* in, size_t in_len, void* out,
                         size_t out_len) {

@@ -296,6 +296,23 @@ TEST_F(CmdTest, NotifyEstablishesWhenTheRtuIsLost) {
   EXPECT_EQ(ucma(server(), kServerCh, RDMA_USER_CM_CMD_NOTIFY, n), -EINVAL);
 }
 
+// A channel whose application never reads its events holds at most 4096;
+// what does not fit is counted, the queue stays as it was.
+TEST_F(CmdTest, FullQueueDropsAndCounts) {
+  for (int i = 0; i < 4097; ++i) {
+    uint32_t id = create_id(client(), kClientCh, 0x2000 + i);
+    ASSERT_EQ(resolve_addr(client(), kClientCh, id, v4("10.99.0.11", 7174)), 0);
+  }
+  EXPECT_EQ(client().counters().events_queued, 4096u);
+  EXPECT_EQ(client().counters().events_dropped_queue_full, 1u);
+  size_t n = 0;
+  while (get_event(client(), kClientCh)) ++n;
+  EXPECT_EQ(n, 4096u);
+  EXPECT_FALSE(w.b->pending[kClientCh]);
+  client().close_channel(kClientCh);
+  EXPECT_EQ(client().id_count(), 0u);
+}
+
 TEST_F(CmdTest, GarbageFromOneApplicationAffectsNoOther) {
   uint32_t mine = create_id(client(), kClientCh, 0x2000);
   ASSERT_EQ(resolve_addr(client(), kClientCh, mine, v4("10.99.0.11", 7174)), 0);
