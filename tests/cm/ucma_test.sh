@@ -25,7 +25,7 @@ shift 2
 CASES=("$@")
 
 netns_require_root "network namespaces, veth, XDP"
-netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout
+netns_require_tools "iproute2 util-linux coreutils" ip nsenter timeout stdbuf
 netns_require_tools "rdmacm-utils" rping ucmatose udaddy rdma_server rdma_client
 netns_require_tools "perftest" ib_write_bw ib_send_lat
 netns_require_sysfs_path
@@ -78,14 +78,15 @@ ucma_pair() {
   cargs=("$@")
   log "$name: ${sargs[*]}  <->  ${cargs[*]} 10.47.0.1"
   local so="$TMP/$name.server" co="$TMP/$name.client"
+  # Line-buffered: a tool killed by its timeout still shows how far it got.
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$so" 2>&1 &
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" stdbuf -oL -eL "${sargs[@]}" >"$so" 2>&1 &
   local spid=$!
   BG_PIDS+=("$spid")
   sleep 1
   local crc=1
   for _ in 1 2 3 4 5; do
-    brun_in "$NB" b0 "$TMP/b.sock" "$t" "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
+    brun_in "$NB" b0 "$TMP/b.sock" "$t" stdbuf -oL -eL "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
     crc=$?
     [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected" "$co" || break
     sleep 1
@@ -94,6 +95,11 @@ ucma_pair() {
   local src=$?
   if [[ $src -ne 0 || $crc -ne 0 ]]; then
     echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
+    local side
+    for side in a b; do
+      echo "=== burstd $side: $("$BURSTCTL" --socket "$TMP/$side.sock" counters 2>&1 |
+        grep -E "^ *(cm|cma|gsi)\." | tr -s ' ' | paste -sd ' ')"
+    done
     FAILED+=("$name")
     echo "$name FAIL server=$src client=$crc" >>"$REPORT"
     return 1
