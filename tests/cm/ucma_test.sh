@@ -88,7 +88,7 @@ ucma_pair() {
   for _ in 1 2 3 4 5; do
     brun_in "$NB" b0 "$TMP/b.sock" "$t" stdbuf -oL -eL "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
     crc=$?
-    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected" "$co" || break
+    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected|Unexpected CM event" "$co" || break
     sleep 1
   done
   wait "$spid"
