@@ -15,6 +15,8 @@
 // Commands on one channel are serialised by the slot's mutex; a blocking
 // GET_EVENT waits on the eventfd without holding it. rdma_cm is control path:
 // this part may lock and make system calls, but never allocates.
+#include "provider/shim/shim_rdma_cm.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -39,7 +41,6 @@
 
 #include "abi/burst_ctl_proto.h"
 #include "abi/burst_shim.h"
-#include "provider/shim/shim_rdma_cm.h"
 
 #define BURST_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -272,11 +273,10 @@ int connect_burstd() {
   burst_ctl_hello_req req{};
   req.version_min = BURST_CTL_VERSION_MIN;
   req.version_max = BURST_CTL_VERSION;
-  snprintf(req.client_name, sizeof(req.client_name), "%s (rdma_cm)",
-           program_invocation_short_name);
+  snprintf(req.client_name, sizeof(req.client_name), "%s (rdma_cm)", program_invocation_short_name);
   alignas(8) uint8_t resp[sizeof(burst_ctl_hello_resp)];
-  if (r != 0 || roundtrip(sock, 0, BURST_CTL_OP_HELLO, &req, sizeof(req), resp, sizeof(resp),
-                          -1) != 0) {
+  if (r != 0 ||
+      roundtrip(sock, 0, BURST_CTL_OP_HELLO, &req, sizeof(req), resp, sizeof(resp), -1) != 0) {
     real_close(sock);
     return errno = ENODEV, -1;
   }
@@ -285,8 +285,8 @@ int connect_burstd() {
 
 // open() of the rdma_cm node: the channel fd, or -1 with errno.
 int open_channel(int flags) {
-  const int efd_flags = ((flags & O_CLOEXEC) ? EFD_CLOEXEC : 0) |
-                        ((flags & O_NONBLOCK) ? EFD_NONBLOCK : 0);
+  const int efd_flags =
+      ((flags & O_CLOEXEC) ? EFD_CLOEXEC : 0) | ((flags & O_NONBLOCK) ? EFD_NONBLOCK : 0);
   const int fd = eventfd(0, efd_flags);
   if (fd < 0) return -1;
   const int sock = connect_burstd();
@@ -297,8 +297,8 @@ int open_channel(int flags) {
   }
   burst_ctl_cm_open_channel_req req{};
   burst_ctl_cm_open_channel_resp resp{};
-  int e = roundtrip(sock, 1, BURST_CTL_OP_CM_OPEN_CHANNEL, &req, sizeof(req), &resp, sizeof(resp),
-                    fd);
+  int e =
+      roundtrip(sock, 1, BURST_CTL_OP_CM_OPEN_CHANNEL, &req, sizeof(req), &resp, sizeof(resp), fd);
   if (e == 0) {
     release_number(fd);  // both numbers are brand new: older entries are stale
     release_number(sock);
@@ -353,38 +353,42 @@ void cm_close(int fd) {
 // --- interposed functions ------------------------------------------------------
 using namespace burst::shim;
 
-#define BURST_SHIM_MODE_ARG(flags, mode)                   \
-  mode_t mode = 0;                                         \
-  if ((flags) & (O_CREAT | __O_TMPFILE)) {                 \
-    va_list ap;                                            \
-    va_start(ap, flags);                                   \
-    mode = static_cast<mode_t>(va_arg(ap, unsigned int));  \
-    va_end(ap);                                            \
+#define BURST_SHIM_MODE_ARG(flags, mode)                  \
+  mode_t mode = 0;                                        \
+  if ((flags) & (O_CREAT | __O_TMPFILE)) {                \
+    va_list ap;                                           \
+    va_start(ap, flags);                                  \
+    mode = static_cast<mode_t>(va_arg(ap, unsigned int)); \
+    va_end(ap);                                           \
   }
 
 BURST_SHIM_EXPORT int open(const char* path, int flags, ...) {
   BURST_SHIM_MODE_ARG(flags, mode)
-  if (is_rdma_cm_path(path)) [[unlikely]] return open_channel(flags);
+  if (is_rdma_cm_path(path)) [[unlikely]]
+    return open_channel(flags);
   if (g_open != nullptr) return g_open(path, flags, mode);
   return sys_openat(nullptr, AT_FDCWD, path, flags, mode);
 }
 
 BURST_SHIM_EXPORT int open64(const char* path, int flags, ...) {
   BURST_SHIM_MODE_ARG(flags, mode)
-  if (is_rdma_cm_path(path)) [[unlikely]] return open_channel(flags);
+  if (is_rdma_cm_path(path)) [[unlikely]]
+    return open_channel(flags);
   if (g_open64 != nullptr) return g_open64(path, flags, mode);
   return sys_openat(nullptr, AT_FDCWD, path, flags | O_LARGEFILE, mode);
 }
 
 BURST_SHIM_EXPORT int openat(int dirfd, const char* path, int flags, ...) {
   BURST_SHIM_MODE_ARG(flags, mode)
-  if (is_rdma_cm_path(path)) [[unlikely]] return open_channel(flags);
+  if (is_rdma_cm_path(path)) [[unlikely]]
+    return open_channel(flags);
   return sys_openat(g_openat, dirfd, path, flags, mode);
 }
 
 BURST_SHIM_EXPORT int openat64(int dirfd, const char* path, int flags, ...) {
   BURST_SHIM_MODE_ARG(flags, mode)
-  if (is_rdma_cm_path(path)) [[unlikely]] return open_channel(flags);
+  if (is_rdma_cm_path(path)) [[unlikely]]
+    return open_channel(flags);
   return sys_openat(g_openat64, dirfd, path, flags | O_LARGEFILE, mode);
 }
 
@@ -403,9 +407,8 @@ BURST_SHIM_EXPORT int fstat64(int fd, struct stat64* st) {
 }
 
 static int fstatat_common(FstatatFn fn, int dirfd, const char* path, struct stat* st, int flags) {
-  const int r = fn != nullptr
-                    ? fn(dirfd, path, st, flags)
-                    : static_cast<int>(syscall(SYS_newfstatat, dirfd, path, st, flags));
+  const int r = fn != nullptr ? fn(dirfd, path, st, flags)
+                              : static_cast<int>(syscall(SYS_newfstatat, dirfd, path, st, flags));
   // Only fstat's form names the descriptor itself.
   if (r == 0 && cm_channels_exist() && (flags & AT_EMPTY_PATH) && path != nullptr &&
       path[0] == '\0') {

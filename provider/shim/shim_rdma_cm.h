@@ -28,9 +28,9 @@ bool cm_write(int fd, const void* buf, size_t count, ssize_t* ret);
 void cm_close(int fd);
 
 // For the command relay (shim_ucma.cc). A slot is a channel's table entry.
-int cm_find_channel(int fd);         // the slot of channel fd (inode checked), or -1
-uint32_t cm_channel_id(int slot);    // burstd's id of the channel
-int cm_channel_socket(int slot);     // its hidden connection (-1: gone), to poll for HUP
+int cm_find_channel(int fd);       // the slot of channel fd (inode checked), or -1
+uint32_t cm_channel_id(int slot);  // burstd's id of the channel
+int cm_channel_socket(int slot);   // its hidden connection (-1: gone), to poll for HUP
 // One request and its response on the slot's hidden connection, under the
 // slot's mutex: 0, burstd's errno, ETIMEDOUT, or ENODEV (burstd gone).
 int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len);

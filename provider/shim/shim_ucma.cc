@@ -28,29 +28,29 @@ constexpr int kNone = -1;
 // Where each command keeps its `response` pointer (the kernel's offsets), or
 // kNone for commands the kernel answers with nothing but write()'s result.
 constexpr int kResponseOffset[kCommands] = {
-    offsetof(rdma_ucm_create_id, response),       // CREATE_ID
-    offsetof(rdma_ucm_destroy_id, response),      // DESTROY_ID
-    offsetof(rdma_ucm_bind_ip, response),         // BIND_IP
-    kNone,                                        // RESOLVE_IP
-    kNone,                                        // RESOLVE_ROUTE
-    offsetof(rdma_ucm_query, response),           // QUERY_ROUTE
-    kNone,                                        // CONNECT
-    kNone,                                        // LISTEN
-    kNone,                                        // ACCEPT
-    kNone,                                        // REJECT
-    kNone,                                        // DISCONNECT
-    offsetof(rdma_ucm_init_qp_attr, response),    // INIT_QP_ATTR
-    offsetof(rdma_ucm_get_event, response),       // GET_EVENT
-    kNone,                                        // GET_OPTION (the kernel has none: ENOSYS)
-    kNone,                                        // SET_OPTION
-    kNone,                                        // NOTIFY
-    offsetof(rdma_ucm_join_ip_mcast, response),   // JOIN_IP_MCAST
-    offsetof(rdma_ucm_destroy_id, response),      // LEAVE_MCAST
-    offsetof(rdma_ucm_migrate_id, response),      // MIGRATE_ID
-    offsetof(rdma_ucm_query, response),           // QUERY
-    kNone,                                        // BIND
-    kNone,                                        // RESOLVE_ADDR
-    offsetof(rdma_ucm_join_mcast, response),      // JOIN_MCAST
+    offsetof(rdma_ucm_create_id, response),      // CREATE_ID
+    offsetof(rdma_ucm_destroy_id, response),     // DESTROY_ID
+    offsetof(rdma_ucm_bind_ip, response),        // BIND_IP
+    kNone,                                       // RESOLVE_IP
+    kNone,                                       // RESOLVE_ROUTE
+    offsetof(rdma_ucm_query, response),          // QUERY_ROUTE
+    kNone,                                       // CONNECT
+    kNone,                                       // LISTEN
+    kNone,                                       // ACCEPT
+    kNone,                                       // REJECT
+    kNone,                                       // DISCONNECT
+    offsetof(rdma_ucm_init_qp_attr, response),   // INIT_QP_ATTR
+    offsetof(rdma_ucm_get_event, response),      // GET_EVENT
+    kNone,                                       // GET_OPTION (the kernel has none: ENOSYS)
+    kNone,                                       // SET_OPTION
+    kNone,                                       // NOTIFY
+    offsetof(rdma_ucm_join_ip_mcast, response),  // JOIN_IP_MCAST
+    offsetof(rdma_ucm_destroy_id, response),     // LEAVE_MCAST
+    offsetof(rdma_ucm_migrate_id, response),     // MIGRATE_ID
+    offsetof(rdma_ucm_query, response),          // QUERY
+    kNone,                                       // BIND
+    kNone,                                       // RESOLVE_ADDR
+    offsetof(rdma_ucm_join_mcast, response),     // JOIN_MCAST
 };
 static_assert(offsetof(rdma_ucm_create_id, response) == 8);
 static_assert(offsetof(rdma_ucm_set_option, optlen) == 20 && sizeof(rdma_ucm_set_option) == 24);

@@ -113,9 +113,9 @@ class UcmaDispatch : public testing::Test {
 
 TEST_F(UcmaDispatch, WithoutAConnectionManagerBothOpsAreEopnotsupp) {
   const int efd = eventfd(0, EFD_CLOEXEC);
-  EXPECT_EQ(call(request<burst_ctl_cm_open_channel_req>(BURST_CTL_OP_CM_OPEN_CHANNEL), nullptr,
-                 efd),
-            EOPNOTSUPP);
+  EXPECT_EQ(
+      call(request<burst_ctl_cm_open_channel_req>(BURST_CTL_OP_CM_OPEN_CHANNEL), nullptr, efd),
+      EOPNOTSUPP);
   EXPECT_EQ(fcntl(efd, F_GETFD), -1);  // the request's descriptor is closed, never kept
   EXPECT_EQ(call(request<burst_ctl_cm_command_req>(BURST_CTL_OP_CM_COMMAND)), EOPNOTSUPP);
 }

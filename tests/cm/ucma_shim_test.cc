@@ -156,8 +156,8 @@ class FakeBurstd {
   }
   void command(int fd, const burst_ctl_hdr& h, const burst_ctl_cm_command_req* req,
                uint32_t channel, uint8_t* out) {
-    seen_.push_back({req->cmd, std::vector<uint8_t>(req->in, req->in + req->in_len),
-                     req->out_len, channel});
+    seen_.push_back(
+        {req->cmd, std::vector<uint8_t>(req->in, req->in + req->in_len), req->out_len, channel});
     auto* r = reinterpret_cast<burst_ctl_cm_command_resp*>(out);
     if (req->cmd == RDMA_USER_CM_CMD_GET_EVENT) {
       if (events_.empty()) return respond(fd, h, out, sizeof(*r), EAGAIN);
