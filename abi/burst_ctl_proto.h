@@ -7,8 +7,9 @@
  * fixed-width fields, explicit padding, host byte order (the socket is local),
  * every size and offset checked by static assertions. This file: the framing
  * (constants, ops, header, encoders and checker); the ops' messages are in
- * burst_ctl_query.h (HELLO, QUERY_*) and burst_ctl_verbs.h (PD, CQ, QP, MR,
- * AH, SRQ, doorbells, async events, memory), both included at the end.
+ * burst_ctl_query.h (HELLO, QUERY_*), burst_ctl_verbs.h (PD, CQ, QP, MR,
+ * AH, SRQ, doorbells, async events, memory) and burst_ctl_cm.h (rdma_cm event
+ * channels), all included at the end.
  *
  * Every message starts with the 24-byte header:
  *
@@ -144,6 +145,7 @@ enum burst_ctl_op {
   BURST_CTL_OP_ATTACH_MCAST = 39,
   BURST_CTL_OP_DETACH_MCAST = 40,
   BURST_CTL_OP_REG_DMABUF_MR = 41, /* request carries the dma-buf descriptor */
+  /* 42..45: the connection manager, in abi/burst_ctl_cm.h */
 };
 
 enum burst_ctl_backend {
@@ -231,5 +233,6 @@ BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_hdr, request_id) == 16, "hdr.r
 /* The ops, by area (each file checks its own sizes and offsets). */
 #include "abi/burst_ctl_query.h"
 #include "abi/burst_ctl_verbs.h"
+#include "abi/burst_ctl_cm.h"
 
 #endif /* BURST_ABI_BURST_CTL_PROTO_H_ */

@@ -29,6 +29,8 @@
  *   class/infiniband/burst0/ports/1/gid_attrs/ndevs/I  netdev name (used slots only)
  *   class/infiniband/burst0/ports/1/rate           "10 Gb/sec (1X QDR)" (the netdev's speed)
  *   class/infiniband/burst0/tc/1/traffic_class     "Global tclass=N" (only when configured)
+ *   class/misc/rdma_cm/abi_version                 "4"  (librdmacm; the node: burst_shim.h)
+ *   class/misc/rdma_cm/dev                         "10:58"
  *
  * As on a PCI RoCE NIC, class/infiniband/burst0 is a symlink to the IB device
  * below its "device" (here <root>/devices/burst0, absolute, so that it

@@ -42,6 +42,46 @@
  * of the peer's send buffer (SO_SNDBUF): write with MSG_DONTWAIT and treat
  * EAGAIN as "the application is not reading".
  *
+ * rdma_cm event channels. librdmacm (rdma-core 44) opens
+ * "/dev/infiniband/rdma_cm" (BURST_RDMA_CM_PATH) with open(O_RDWR|O_CLOEXEC),
+ * requires fstat() to say S_ISCHR, then write()s UCMA commands to it
+ * (<rdma/rdma_user_cm.h>: struct rdma_ucm_cmd_hdr {cmd, in, out} + the
+ * command; the kernel copies the response to the command's `response`
+ * pointer and write() returns the byte count) and polls it for events. The
+ * shim serves that node from burstd (protocol: abi/burst_ctl_cm.h):
+ *
+ *   open / open64 / openat / openat64 of exactly BURST_RDMA_CM_PATH
+ *                       an eventfd (EFD_CLOEXEC / EFD_NONBLOCK from O_CLOEXEC /
+ *                       O_NONBLOCK) is the channel fd; a hidden control
+ *                       connection to burstd ($BURST_SOCKET or the default
+ *                       path, HELLO first) carries CM_OPEN_CHANNEL with the
+ *                       eventfd, which burstd keeps readable exactly while
+ *                       the channel has events queued. burstd unreachable, or
+ *                       without a connection manager: -1 ENODEV.
+ *   fstat / fstat64 / fstatat(fd, "", AT_EMPTY_PATH) / __fxstat(64) on a channel
+ *                       S_IFCHR | 0666, st_rdev BURST_RDMA_CM_CDEV_MAJOR:MINOR
+ *                       (the kernel's misc device); everything else as the kernel's.
+ *   write(channel, cmd) the command relayed as CM_COMMAND (SET_OPTION's value
+ *                       and MIGRATE_ID's fd resolved first, see burst_ctl_cm.h);
+ *                       the response bytes copied to `response`; returns count,
+ *                       or -1 with burstd's errno (EINVAL for a malformed
+ *                       header, ENODEV once burstd is gone). GET_EVENT on an
+ *                       empty queue waits on the eventfd (poll, together with
+ *                       the hidden connection for burstd's hang-up) unless the
+ *                       fd is O_NONBLOCK (then EAGAIN), without holding the
+ *                       channel's lock: other threads' commands go on.
+ *   close(channel)      the hidden connection is closed: burstd destroys the
+ *                       channel's ids (DREQ for connections, REJ for pending
+ *                       requests), as the kernel's ucma_close.
+ *   read(channel)       not intercepted: librdmacm never reads the channel
+ *                       (reading would reset the eventfd under burstd).
+ *   fork()              the child closes its copies of the hidden connections
+ *                       (pthread_atfork): its inherited channels answer ENODEV,
+ *                       the parent's go on undisturbed.
+ * Commands on one channel are serialised (a mutex per channel); a channel fd
+ * is recognised by its number and inode together (a table as for completion
+ * channels). class/misc/rdma_cm/abi_version in burstctl's sysfs tree says 4.
+ *
  * C-compatible; needs no RDMA headers.
  */
 #ifndef BURST_ABI_BURST_SHIM_H_
@@ -58,6 +98,14 @@ extern "C" {
 #define BURST_SHIM_LIBRARY_NAME "libburst-shim.so"
 /* Overrides the path `burstctl run` preloads; set and empty: no shim. */
 #define BURST_SHIM_ENV "BURST_SHIM"
+
+/* The rdma_cm node librdmacm opens, and the device number its fstat() shows
+ * (misc major 10; the kernel's minor is dynamic). */
+#define BURST_RDMA_CM_PATH "/dev/infiniband/rdma_cm"
+#define BURST_RDMA_CM_CDEV_MAJOR 10
+#define BURST_RDMA_CM_CDEV_MINOR 58
+/* class/misc/rdma_cm/abi_version: the UCMA ABI (RDMA_USER_CM_ABI_VERSION). */
+#define BURST_RDMA_CM_ABI_VERSION 4
 
 /* One completion event as read() returns it from a channel fd: the kernel
  * UAPI's struct ib_uverbs_comp_event_desc. */

@@ -12,6 +12,7 @@
 #include "abi/burst_device.h"
 #include "abi/burst_limits.h"
 #include "daemon/burstd/access.h"
+#include "daemon/burstd/cm_service.h"
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
 
@@ -133,6 +134,7 @@ void Dispatcher::open_session(Session& s) {
 }
 
 void Dispatcher::close_session(Session& s, const char* why) {
+  if (cm_ != nullptr) cm_->close_channel(s.id);  // its rdma_cm ids, before its QPs
   const Resources::Released r = res_.release_client(s.id);
   --sessions_;
   if (r.qps + r.cqs + r.pds == 0 && r.leaked == 0) {

@@ -26,6 +26,8 @@
 
 namespace burst::burstd {
 
+class CmChannels;
+
 struct Session {
   uint32_t id = 0;
   pid_t pid = 0;  // SO_PEERCRED at accept
@@ -67,6 +69,11 @@ class Dispatcher {
   // credentials (Resources::check_clients).
   void check_clients() { (void)res_.check_clients(); }
 
+  // The connection manager (rdma_cm channels: resources_cm.cc), nullptr when
+  // the device has none. A closed session's channel is closed there too.
+  void set_cm(CmChannels* cm) { cm_ = cm; }
+  CmChannels* cm() { return cm_; }
+
   // For the handlers (ctl_handlers.h).
   const Config& config() const { return config_; }
   Device& device() { return device_; }
@@ -84,6 +91,7 @@ class Dispatcher {
   const Config& config_;
   Device& device_;
   Resources& res_;
+  CmChannels* cm_ = nullptr;
   uint64_t start_ns_;
   uint32_t sessions_ = 0;
   int64_t admin_gid_ = -1;  // admin_group resolved at construction (-1: none)

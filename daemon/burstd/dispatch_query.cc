@@ -9,6 +9,7 @@
 
 #include "core/counters.h"
 #include "core/wire/frame.h"
+#include "daemon/burstd/cm_service.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/log.h"
 #include "daemon/ctl/ctl_codec.h"
@@ -212,6 +213,7 @@ int op_query_counters(Call& c) {
   }
   if (all) {
     for (auto& pc : device.port_counters()) sum.push_back(std::move(pc));
+    if (c.d.cm() != nullptr) c.d.cm()->counters(&sum);  // cm.*, cma.*
   }
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(sum.size(), BURST_CTL_MAX_COUNTERS));
   auto* r = c.response<burst_ctl_counters_resp>(ctl::list_length(BURST_CTL_OP_QUERY_COUNTERS, n));

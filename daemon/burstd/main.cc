@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "daemon/burstd/access.h"
+#include "daemon/burstd/cm_service.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/control_socket.h"
 #include "daemon/burstd/device.h"
@@ -170,10 +171,13 @@ int run(int argc, char** argv) {
     Dispatcher dispatcher(config, *device, resources);
     device->start();
     EventLoop loop(config, *sock, dispatcher);
+    CmService cm(*device, device->gsi(), resources, loop);  // rdma_cm and the IB CM on QP1
+    dispatcher.set_cm(&cm);
     if (!loop.run(&err)) {
       BURSTD_ERROR("%s", err.c_str());
       rc = 1;
     }
+    dispatcher.set_cm(nullptr);  // every session is closed: the CM goes first
   }  // clients closed and their objects released while the workers still run
   device->stop();
   device.reset();  // workers, queues, then the XDP program is detached

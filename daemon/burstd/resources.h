@@ -134,6 +134,9 @@ class Resources {
   int attach_mcast(uint32_t client, const burst_ctl_mcast_req& req);
   int detach_mcast(uint32_t client, const burst_ctl_mcast_req& req);
   uint32_t mcast_group_count() const { return static_cast<uint32_t>(mcast_.size()); }
+  // rdma_cm (resources_cm.cc): whether QP `qpn` belongs to a live client of
+  // process `pid` (*qp_type: its IBV_QPT_*).
+  bool qp_of_pid(pid_t pid, uint32_t qpn, uint8_t* qp_type) const;
 
   // QPs with qpn >= start, ascending, at most max; *total = QPs listed in all
   // pages, *next = start of the next page (0 if none). only_uid >= 0: only the

@@ -54,7 +54,9 @@ X(ALLOC_MW,       alloc_mw_req,       alloc_mw_resp,     FIXED, 0, 0, kLive,    
 X(DEALLOC_MW,     handle_req,         empty_resp,        FIXED, 0, 0, kSession, op_dealloc_mw)   \
 X(ATTACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kLive,    op_attach_mcast)   \
 X(DETACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kSession, op_detach_mcast)   \
-X(REG_DMABUF_MR,  reg_dmabuf_mr_req,  reg_mr_resp,       FIXED, 1, 0, kLive,    op_reg_dmabuf_mr)
+X(REG_DMABUF_MR,  reg_dmabuf_mr_req,  reg_mr_resp,       FIXED, 1, 0, kLive,    op_reg_dmabuf_mr)  \
+X(CM_OPEN_CHANNEL, cm_open_channel_req, cm_open_channel_resp, FIXED, 1, 0, kLive, op_cm_open_channel) \
+X(CM_COMMAND,     cm_command_req,     cm_command_resp,   FIXED, 0, 0, kLive,    op_cm_command)
 // clang-format on
 
 // The wire facts of one row as a ctl::OpSpec initializer (ctl_codec.h).

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // libburst-shim.so: completion channels for libibverbs on a kernel without
-// RDMA (what and why: burst_shim.h). Preloaded into every process `burstctl
-// run` starts, most of which never touch verbs, so:
+// RDMA (what and why: burst_shim.h); the rdma_cm event channels are
+// shim_rdma_cm.cc's and shim_ucma.cc's, reached from write() and close() here.
+// Preloaded into every process `burstctl run` starts, most of which never
+// touch verbs, so:
 //   - write() costs one size comparison unless the write is exactly 16 bytes,
-//     and then one fstat(); close() costs one atomic load until a channel
-//     exists in the process;
+//     and then one fstat(), plus one atomic load (rdma_cm channels exist?);
+//     close() costs two atomic loads until a channel exists in the process;
 //   - nothing here allocates, locks, throws or uses libstdc++; the channel
 //     table is a fixed array of atomics, so close() and
 //     burst_shim_channel_peer() stay async-signal-safe and fork-safe;
@@ -32,6 +34,7 @@
 
 #include "abi/burst_device.h"
 #include "abi/burst_shim.h"
+#include "provider/shim/shim_rdma_cm.h"
 
 #define BURST_SHIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -225,10 +228,15 @@ BURST_SHIM_EXPORT ssize_t write(int fd, const void* buf, size_t count) {
     ssize_t ret;
     if (create_comp_channel(fd, buf, count, &ret)) return ret;
   }
+  if (burst::shim::cm_channels_exist()) [[unlikely]] {
+    ssize_t ret;
+    if (burst::shim::cm_write(fd, buf, count, &ret)) return ret;
+  }
   return real_write(fd, buf, count);
 }
 
 BURST_SHIM_EXPORT int close(int fd) {
+  if (burst::shim::cm_channels_exist()) [[unlikely]] burst::shim::cm_close(fd);
   if (g_live.load(std::memory_order_relaxed) == 0 || fd < 0) [[likely]] {
     return real_close(fd);
   }

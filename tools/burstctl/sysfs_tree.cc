@@ -15,6 +15,7 @@
 
 #include "net/gid_table.h"
 #include "abi/burst_device.h"
+#include "abi/burst_shim.h"
 
 namespace burst::tools {
 namespace {
@@ -239,6 +240,7 @@ Status write_sysfs_tree(const std::string& root, const SysfsDevice& dev) {
   if (Status s = remove_device(root, dev); !s.ok()) return s;
   std::vector<std::string> dirs = {"class/infiniband_verbs/" + dev.uverbs,
                                    "class/infiniband",
+                                   "class/misc/rdma_cm",
                                    drivers_rel,
                                    "devices/" + dev.ibdev + "/net",
                                    port_rel + "/gids",
@@ -261,6 +263,10 @@ Status write_sysfs_tree(const std::string& root, const SysfsDevice& dev) {
       {uverbs_dir + "/abi_version", std::to_string(BURST_UVERBS_ABI_VERSION)},
       {uverbs_dir + "/dev",
        std::to_string(BURST_UVERBS_CDEV_MAJOR) + ":" + std::to_string(BURST_UVERBS_CDEV_MINOR)},
+      // librdmacm's check_abi_version (the shim serves the node: burst_shim.h).
+      {root + "/class/misc/rdma_cm/abi_version", std::to_string(BURST_RDMA_CM_ABI_VERSION)},
+      {root + "/class/misc/rdma_cm/dev", std::to_string(BURST_RDMA_CM_CDEV_MAJOR) + ":" +
+                                             std::to_string(BURST_RDMA_CM_CDEV_MINOR)},
   };
   ib_device_files(ib_dir, dev, &files);
   nic_files(nic_dir, dev, &files);

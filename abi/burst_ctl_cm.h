@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * burst control protocol, the connection manager: the rdma_cm event channels
+ * of unmodified librdmacm applications (the framing, constants and header:
+ * abi/burst_ctl_proto.h, which includes this file). Plain C11, also C++20.
+ *
+ * The preload shim (provider/shim/shim_rdma_cm.cc, contract in
+ * abi/burst_shim.h) answers open("/dev/infiniband/rdma_cm") with an eventfd
+ * and opens one hidden control connection per such channel (HELLO first).
+ * burstd serves the kernel's UCMA command ABI (<rdma/rdma_user_cm.h>) over it:
+ *
+ *   CM_OPEN_CHANNEL  once per connection, carries the channel's eventfd
+ *                    (SCM_RIGHTS). burstd keeps the eventfd readable (counter
+ *                    1) exactly while the channel has events queued, 0 when
+ *                    the queue is empty. Response: the channel id (the id
+ *                    MIGRATE_ID names a channel by). A second one on the same
+ *                    connection: EALREADY; no descriptor: EBADF.
+ *   CM_COMMAND       one UCMA command: rdma_ucm_cmd_hdr's cmd, in (in_len
+ *                    bytes of the command struct after the header, as the
+ *                    application wrote them) and out (hdr.out: the size of
+ *                    the application's response buffer). The response
+ *                    carries the bytes the kernel would copy to the command's
+ *                    `response` pointer (out_len of them, at most the
+ *                    request's out_len); an error is the header alone with the
+ *                    errno ucma_write would return (EAGAIN: GET_EVENT on an
+ *                    empty queue; the shim waits on the eventfd). Before
+ *                    CM_OPEN_CHANNEL: EBADF.
+ *
+ * Two commands carry something the kernel would read from the application's
+ * memory or file table; the shim resolves it before sending:
+ *   SET_OPTION  `optval` is a pointer: the optlen bytes it points to follow
+ *               the struct rdma_ucm_set_option in `in` (in_len = 24 + optlen).
+ *   MIGRATE_ID  `fd` is the target channel's descriptor: the shim replaces it
+ *               with that channel's id (CM_OPEN_CHANNEL's response).
+ * The connection closing (close() of the channel fd, or the process dying)
+ * destroys the channel's ids as ucma_close does.
+ *
+ * Ops 44 and 45 are reserved for the connection manager.
+ */
+#ifndef BURST_ABI_BURST_CTL_CM_H_
+#define BURST_ABI_BURST_CTL_CM_H_
+
+#include <stdint.h>
+
+#include "abi/burst_ctl_proto.h"
+
+#define BURST_CTL_OP_CM_OPEN_CHANNEL 42 /* request carries the channel's eventfd */
+#define BURST_CTL_OP_CM_COMMAND 43
+/* 44, 45: reserved for the connection manager */
+
+/* The largest UCMA command and response relayed: CONNECT / ACCEPT are 296
+ * bytes (256 bytes of private data + ECE), GET_EVENT's response 336 bytes,
+ * QUERY(PATH) 8 + 72 per path; SET_OPTION's value follows its struct. */
+#define BURST_CTL_CM_MAX_IN 1024
+#define BURST_CTL_CM_MAX_OUT 1024
+/* The UCMA ABI served (the kernel's RDMA_USER_CM_ABI_VERSION). */
+#define BURST_CTL_CM_ABI_VERSION 4
+
+struct burst_ctl_cm_open_channel_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t flags; /* 0 */
+  uint32_t reserved;
+};
+
+struct burst_ctl_cm_open_channel_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t channel_id;  /* what MIGRATE_ID's fd field is replaced with */
+  uint32_t abi_version; /* BURST_CTL_CM_ABI_VERSION */
+};
+
+struct burst_ctl_cm_command_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t cmd;     /* rdma_ucm_cmd_hdr.cmd (RDMA_USER_CM_CMD_*) */
+  uint16_t in_len;  /* bytes of in[] used, <= BURST_CTL_CM_MAX_IN */
+  uint16_t out_len; /* rdma_ucm_cmd_hdr.out, clamped to BURST_CTL_CM_MAX_OUT */
+  uint8_t in[BURST_CTL_CM_MAX_IN];
+};
+
+struct burst_ctl_cm_command_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t out_len; /* bytes of out[] for the command's response pointer (0: none) */
+  uint32_t reserved;
+  uint8_t out[BURST_CTL_CM_MAX_OUT];
+};
+
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_open_channel_req) == 32, "cm_open_channel_req");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_open_channel_resp) == 32,
+                        "cm_open_channel_resp");
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_cm_command_req, in) == 32, "cm_command_req.in");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_command_req) == 32 + BURST_CTL_CM_MAX_IN,
+                        "cm_command_req size");
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_cm_command_resp, out) == 32,
+                        "cm_command_resp.out");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_command_resp) == 32 + BURST_CTL_CM_MAX_OUT,
+                        "cm_command_resp size");
+
+#endif /* BURST_ABI_BURST_CTL_CM_H_ */

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// The connection manager's control ops (abi/burst_ctl_cm.h): CM_OPEN_CHANNEL
+// and CM_COMMAND, relayed to the CmService (cm_service.h); and the QP
+// ownership check rdma_cm needs (CONNECT / ACCEPT name a QP by number).
+// Control thread only.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string>
+
+#include "daemon/burstd/cm_service.h"
+#include "daemon/burstd/ctl_handlers.h"
+#include "daemon/burstd/dispatch.h"
+#include "daemon/burstd/resources.h"
+
+namespace burst::burstd {
+
+bool Resources::qp_of_pid(pid_t pid, uint32_t qpn, uint8_t* qp_type) const {
+  for (const auto& [id, c] : clients_) {
+    if (c.pid != pid || c.revoked) continue;
+    for (const auto& [handle, qp] : c.qps) {
+      if (qp.qpn != qpn) continue;
+      *qp_type = qp.type;
+      return true;
+    }
+  }
+  return false;
+}
+
+int op_cm_open_channel(Call& c) {
+  const int fd = c.take_fd(0);
+  CmChannels* cm = c.d.cm();
+  if (cm == nullptr) {
+    if (fd >= 0) close(fd);
+    return EOPNOTSUPP;  // this device runs no connection manager
+  }
+  const auto req = c.request<burst_ctl_cm_open_channel_req>();
+  if (req.flags != 0 || req.reserved != 0) {
+    if (fd >= 0) close(fd);
+    return EINVAL;
+  }
+  if (int e = cm->open_channel(c.s.id, c.s.pid, fd); e != 0) return e;  // fd adopted
+  auto* r = c.response<burst_ctl_cm_open_channel_resp>();
+  r->channel_id = c.s.id;
+  r->abi_version = BURST_CTL_CM_ABI_VERSION;
+  c.what = "channel " + std::to_string(c.s.id);
+  return 0;
+}
+
+int op_cm_command(Call& c) {
+  CmChannels* cm = c.d.cm();
+  if (cm == nullptr) return EOPNOTSUPP;
+  // The request is read in place (1 KiB): c.msg holds exactly its size.
+  const auto* req = reinterpret_cast<const burst_ctl_cm_command_req*>(c.msg);
+  if (req->in_len > BURST_CTL_CM_MAX_IN) return EINVAL;
+  const size_t out_len = std::min<size_t>(req->out_len, BURST_CTL_CM_MAX_OUT);
+  auto* r = c.response<burst_ctl_cm_command_resp>();
+  const int n = cm->command(c.s.id, req->cmd, req->in, req->in_len, r->out, out_len);
+  c.what = "cmd " + std::to_string(req->cmd);
+  if (n < 0) return -n;
+  r->out_len = static_cast<uint32_t>(std::min<size_t>(static_cast<size_t>(n), out_len));
+  return 0;
+}
+
+}  // namespace burst::burstd

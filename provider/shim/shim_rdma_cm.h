@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+// The rdma_cm half of libburst-shim.so (shim_rdma_cm.cc; contract in
+// abi/burst_shim.h): what shim.cc's write() and close() hand over. Internal to
+// the shim (hidden symbols).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace burst::shim {
+
+// Channels open in the process: write() and close() skip the rdma_cm checks
+// while it is 0 (one relaxed load).
+extern std::atomic<int> g_cm_live;
+
+inline bool cm_channels_exist() { return g_cm_live.load(std::memory_order_relaxed) != 0; }
+
+// A UCMA command written to an rdma_cm channel fd: true, with write()'s result
+// in *ret (errno set on failure). False: fd is not a channel, pass it on.
+bool cm_write(int fd, const void* buf, size_t count, ssize_t* ret);
+
+// fd is being closed: a channel's hidden connection is closed too (burstd
+// then destroys the channel's ids); a hidden connection's number closed by
+// the application is forgotten.
+void cm_close(int fd);
+
+// For the command relay (shim_ucma.cc). A slot is a channel's table entry.
+int cm_find_channel(int fd);       // the slot of channel fd (inode checked), or -1
+uint32_t cm_channel_id(int slot);  // burstd's id of the channel
+int cm_channel_socket(int slot);   // its hidden connection (-1: gone), to poll for HUP
+// One request and its response on the slot's hidden connection, under the
+// slot's mutex: 0, burstd's errno, ETIMEDOUT, or ENODEV (burstd gone).
+int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len);
+
+}  // namespace burst::shim

@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+// The rdma_cm half of libburst-shim.so (provider/shim/shim_rdma_cm.cc,
+// shim_ucma.cc) against a fake burstd: the test links the shim, so its open(),
+// fstat(), write() and close() interpose on libc's as under LD_PRELOAD, and a
+// thread answers the control protocol on a temporary socket ($BURST_SOCKET):
+// HELLO, CM_OPEN_CHANNEL (keeps the eventfd) and CM_COMMAND (records the
+// command; GET_EVENT answers from a queue the test fills, keeping the eventfd
+// readable exactly while it is not empty, as burstd does).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <rdma/rdma_user_cm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "abi/burst_ctl_proto.h"
+#include "abi/burst_shim.h"
+
+namespace {
+
+struct Seen {
+  uint32_t cmd = 0;
+  std::vector<uint8_t> in;
+  uint16_t out_len = 0;
+  uint32_t channel = 0;
+};
+
+class FakeBurstd {
+ public:
+  FakeBurstd() {
+    dir_ = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/ucma-shim-XXXXXX";
+    if (mkdtemp(dir_.data()) == nullptr) abort();
+    path_ = dir_ + "/burstd.sock";
+    listen_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    strcpy(sa.sun_path, path_.c_str());
+    if (bind(listen_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || ::listen(listen_, 8)) {
+      abort();
+    }
+    setenv(BURST_CTL_SOCKET_ENV, path_.c_str(), 1);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeBurstd() {
+    stop_ = true;
+    thread_.join();
+    for (auto& c : conns_) close(c.fd);
+    for (int fd : event_fds_) close(fd);
+    close(listen_);
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  // Queues one GET_EVENT answer for every channel (the eventfds become readable).
+  void queue_event(uint32_t id) {
+    std::lock_guard<std::mutex> g(mu_);
+    events_.push_back(id);
+    for (int fd : event_fds_) set_pending(fd, true);
+  }
+  std::vector<Seen> seen() {
+    std::lock_guard<std::mutex> g(mu_);
+    return seen_;
+  }
+  int open_conns() {
+    std::lock_guard<std::mutex> g(mu_);
+    return static_cast<int>(conns_.size());
+  }
+  int answer_open = 0;  // errno for CM_OPEN_CHANNEL
+
+ private:
+  struct Conn {
+    int fd;
+    uint32_t channel;
+  };
+  static void set_pending(int fd, bool on) {
+    uint64_t v = 1;
+    pollfd p{fd, POLLIN, 0};
+    const bool now = poll(&p, 1, 0) == 1;
+    if (on && !now) (void)!write(fd, &v, sizeof(v));
+    if (!on && now) (void)!read(fd, &v, sizeof(v));
+  }
+  void serve() {
+    while (!stop_) {
+      std::vector<pollfd> p{{listen_, POLLIN, 0}};
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        for (auto& c : conns_) p.push_back({c.fd, POLLIN, 0});
+      }
+      if (poll(p.data(), p.size(), 20) <= 0) continue;
+      if (p[0].revents & POLLIN) {
+        std::lock_guard<std::mutex> g(mu_);
+        conns_.push_back({accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC), next_channel_++});
+      }
+      for (size_t i = 1; i < p.size(); ++i) {
+        if (p[i].revents != 0) handle(p[i].fd);
+      }
+    }
+  }
+  void respond(int fd, const burst_ctl_hdr& req, void* resp, size_t len, int status) {
+    auto* h = static_cast<burst_ctl_hdr*>(resp);
+    if (status != 0) len = sizeof(burst_ctl_hdr);
+    burst_ctl_init_response(h, &req, static_cast<uint32_t>(len), status);
+    (void)!send(fd, resp, len, MSG_NOSIGNAL);
+  }
+  void handle(int fd) {
+    alignas(8) uint8_t buf[8192];
+    alignas(cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    iovec iov{buf, sizeof(buf)};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof(cbuf);
+    const ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+    std::lock_guard<std::mutex> g(mu_);
+    Conn* conn = nullptr;
+    for (auto& c : conns_) conn = c.fd == fd ? &c : conn;
+    if (n <= 0) {
+      close(fd);
+      for (size_t i = 0; i < conns_.size(); ++i) {
+        if (conns_[i].fd == fd) conns_.erase(conns_.begin() + static_cast<long>(i));
+      }
+      return;
+    }
+    burst_ctl_hdr h;
+    memcpy(&h, buf, sizeof(h));
+    alignas(8) static uint8_t out[sizeof(burst_ctl_hello_resp)];
+    memset(out, 0, sizeof(out));
+    if (h.op == BURST_CTL_OP_HELLO) {
+      reinterpret_cast<burst_ctl_hello_resp*>(out)->version = BURST_CTL_VERSION;
+      respond(fd, h, out, sizeof(burst_ctl_hello_resp), 0);
+    } else if (h.op == BURST_CTL_OP_CM_OPEN_CHANNEL) {
+      cmsghdr* cm = CMSG_FIRSTHDR(&mh);
+      int efd = -1;
+      if (cm != nullptr) memcpy(&efd, CMSG_DATA(cm), sizeof(int));
+      if (efd >= 0) event_fds_.push_back(efd);
+      reinterpret_cast<burst_ctl_cm_open_channel_resp*>(out)->channel_id = conn->channel;
+      respond(fd, h, out, sizeof(burst_ctl_cm_open_channel_resp), answer_open);
+    } else if (h.op == BURST_CTL_OP_CM_COMMAND) {
+      command(fd, h, reinterpret_cast<const burst_ctl_cm_command_req*>(buf), conn->channel, out);
+    }
+  }
+  void command(int fd, const burst_ctl_hdr& h, const burst_ctl_cm_command_req* req,
+               uint32_t channel, uint8_t* out) {
+    seen_.push_back(
+        {req->cmd, std::vector<uint8_t>(req->in, req->in + req->in_len), req->out_len, channel});
+    auto* r = reinterpret_cast<burst_ctl_cm_command_resp*>(out);
+    if (req->cmd == RDMA_USER_CM_CMD_GET_EVENT) {
+      if (events_.empty()) return respond(fd, h, out, sizeof(*r), EAGAIN);
+      rdma_ucm_event_resp ev{};
+      ev.id = events_.front();
+      ev.event = 9;  // RDMA_CM_EVENT_ESTABLISHED
+      events_.erase(events_.begin());
+      if (events_.empty()) {
+        for (int e : event_fds_) set_pending(e, false);
+      }
+      memcpy(r->out, &ev, sizeof(ev));
+      r->out_len = sizeof(ev);
+    } else if (req->cmd == RDMA_USER_CM_CMD_CREATE_ID) {
+      rdma_ucm_create_id_resp cr{77};
+      memcpy(r->out, &cr, sizeof(cr));
+      r->out_len = sizeof(cr);
+    } else if (req->cmd == RDMA_USER_CM_CMD_LISTEN) {
+      return respond(fd, h, out, sizeof(*r), EADDRINUSE);
+    }
+    respond(fd, h, out, sizeof(*r), 0);
+  }
+
+  std::string dir_, path_;
+  int listen_ = -1;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<Conn> conns_;
+  std::vector<int> event_fds_;
+  std::vector<uint32_t> events_;
+  std::vector<Seen> seen_;
+  uint32_t next_channel_ = 100;
+};
+
+template <class Cmd>
+ssize_t ucma_write(int fd, uint32_t cmd, const Cmd& body, uint16_t out) {
+  struct {
+    rdma_ucm_cmd_hdr hdr;
+    Cmd body;
+  } __attribute__((packed)) msg{{cmd, sizeof(Cmd), out}, body};
+  return write(fd, &msg, sizeof(msg));
+}
+
+TEST(UcmaShim, OpenIsACharacterDeviceAndCloseHangsUp) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(major(st.st_rdev), BURST_RDMA_CM_CDEV_MAJOR);
+  EXPECT_EQ(minor(st.st_rdev), BURST_RDMA_CM_CDEV_MINOR);
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  EXPECT_EQ(d.open_conns(), 1);
+  struct stat other;  // an ordinary fd is untouched
+  ASSERT_EQ(fstat(0, &other), 0);
+  EXPECT_FALSE(S_ISCHR(other.st_mode) && major(other.st_rdev) == BURST_RDMA_CM_CDEV_MAJOR &&
+               minor(other.st_rdev) == BURST_RDMA_CM_CDEV_MINOR);
+  EXPECT_EQ(close(fd), 0);
+  for (int i = 0; i < 200 && d.open_conns() != 0; ++i) usleep(10000);
+  EXPECT_EQ(d.open_conns(), 0);
+}
+
+TEST(UcmaShim, CommandResponseGoesToTheResponsePointer) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  rdma_ucm_create_id_resp resp{};
+  rdma_ucm_create_id cmd{};
+  cmd.uid = 0x1234;
+  cmd.response = reinterpret_cast<uintptr_t>(&resp);
+  cmd.ps = RDMA_PS_TCP;
+  EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)),
+            static_cast<ssize_t>(sizeof(rdma_ucm_cmd_hdr) + sizeof(cmd)));
+  EXPECT_EQ(resp.id, 77u);
+  // An error is write()'s -1 with burstd's errno.
+  rdma_ucm_listen l{1, 10};
+  errno = 0;
+  EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_LISTEN, l, 0), -1);
+  EXPECT_EQ(errno, EADDRINUSE);
+  // A malformed header never reaches burstd.
+  rdma_ucm_cmd_hdr bad{RDMA_USER_CM_CMD_LISTEN, 100, 0};
+  EXPECT_EQ(write(fd, &bad, sizeof(bad)), -1);
+  EXPECT_EQ(errno, EINVAL);
+  rdma_ucm_cmd_hdr unknown{999, 0, 0};
+  EXPECT_EQ(write(fd, &unknown, sizeof(unknown)), -1);
+  EXPECT_EQ(errno, EINVAL);
+  const auto seen = d.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].cmd, static_cast<uint32_t>(RDMA_USER_CM_CMD_CREATE_ID));
+  EXPECT_EQ(seen[0].in.size(), sizeof(cmd));
+  EXPECT_EQ(seen[0].out_len, sizeof(resp));
+  close(fd);
+}
+
+TEST(UcmaShim, SetOptionValueAndMigrateTarget) {
+  FakeBurstd d;
+  const int a = open(BURST_RDMA_CM_PATH, O_RDWR);
+  const int b = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(a, 0);
+  ASSERT_GE(b, 0);
+  uint8_t tos = 0x28;
+  rdma_ucm_set_option so{reinterpret_cast<uintptr_t>(&tos), 5, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+                         1};
+  EXPECT_GT(ucma_write(a, RDMA_USER_CM_CMD_SET_OPTION, so, 0), 0);
+  rdma_ucm_migrate_resp mr{};
+  rdma_ucm_migrate_id m{reinterpret_cast<uintptr_t>(&mr), 5, static_cast<uint32_t>(b)};
+  EXPECT_GT(ucma_write(a, RDMA_USER_CM_CMD_MIGRATE_ID, m, sizeof(mr)), 0);
+  m.fd = 0;  // not a channel
+  EXPECT_EQ(ucma_write(a, RDMA_USER_CM_CMD_MIGRATE_ID, m, sizeof(mr)), -1);
+  EXPECT_EQ(errno, EBADF);
+  const auto seen = d.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  ASSERT_EQ(seen[0].in.size(), sizeof(so) + 1);
+  EXPECT_EQ(seen[0].in[sizeof(so)], 0x28);
+  rdma_ucm_migrate_id sent;
+  ASSERT_EQ(seen[1].in.size(), sizeof(sent));
+  memcpy(&sent, seen[1].in.data(), sizeof(sent));
+  EXPECT_NE(sent.fd, static_cast<uint32_t>(b));
+  EXPECT_NE(sent.fd, seen[1].channel);  // b's channel id, not a's
+  EXPECT_GE(sent.fd, 100u);
+  close(a);
+  close(b);
+}
+
+TEST(UcmaShim, GetEventBlocksUntilTheChannelIsReadable) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  rdma_ucm_event_resp ev{};
+  rdma_ucm_get_event ge{reinterpret_cast<uintptr_t>(&ev)};
+  EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(ev)), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  ASSERT_EQ(fcntl(fd, F_SETFL, 0), 0);  // blocking from now on
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(ev)), 0);
+    done = true;
+  });
+  usleep(100000);
+  EXPECT_FALSE(done);
+  // Meanwhile other commands of the channel go through.
+  rdma_ucm_create_id_resp resp{};
+  rdma_ucm_create_id cmd{};
+  cmd.response = reinterpret_cast<uintptr_t>(&resp);
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)), 0);
+  d.queue_event(42);  // the eventfd becomes readable: the waiting thread takes the event
+  for (int i = 0; i < 500 && !done; ++i) usleep(10000);
+  if (!done) {  // the bug under test: do not hang the test on it
+    t.detach();
+    FAIL() << "GET_EVENT did not return once the event was queued";
+  }
+  t.join();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(ev.id, 42u);
+  EXPECT_EQ(ev.event, 9u);
+  EXPECT_EQ(poll(&p, 1, 0), 0);  // the queue is empty again
+  close(fd);
+}
+
+TEST(UcmaShim, NoBurstdIsENODEV) {
+  setenv(BURST_CTL_SOCKET_ENV, "/nonexistent/burstd.sock", 1);
+  errno = 0;
+  EXPECT_EQ(open(BURST_RDMA_CM_PATH, O_RDWR), -1);
+  EXPECT_EQ(errno, ENODEV);
+  FakeBurstd d;
+  d.answer_open = EOPNOTSUPP;  // a burstd without a connection manager
+  EXPECT_EQ(open(BURST_RDMA_CM_PATH, O_RDWR), -1);
+  EXPECT_EQ(errno, ENODEV);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(UcmaShim, BurstdGoneWakesABlockedGetEventWithEnodev) {
+  auto d = std::make_unique<FakeBurstd>();
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  rdma_ucm_event_resp ev{};
+  rdma_ucm_get_event ge{reinterpret_cast<uintptr_t>(&ev)};
+  std::atomic<int> err{0};
+  std::thread t([&] {
+    if (ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(ev)) < 0) err = errno;
+  });
+  usleep(100000);
+  d.reset();  // burstd goes away: the hidden connection hangs up
+  t.join();
+  EXPECT_EQ(err, ENODEV);
+  rdma_ucm_create_id cmd{};  // and every later command says so too
+  EXPECT_EQ(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, 0), -1);
+  EXPECT_EQ(errno, ENODEV);
+  close(fd);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(UcmaShim, AForkedChildDoesNotShareTheParentsConnection) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rdma_ucm_create_id cmd{};
+    const bool enodev = ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, 0) == -1 && errno == ENODEV;
+    _exit(enodev ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(d.open_conns(), 1);  // the parent's connection is untouched
+  rdma_ucm_create_id_resp resp{};
+  rdma_ucm_create_id cmd{};
+  cmd.response = reinterpret_cast<uintptr_t>(&resp);
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)), 0);
+  EXPECT_EQ(resp.id, 77u);
+  close(fd);
+}
+
+}  // namespace
