@@ -34,7 +34,8 @@ struct Options {
   bool server = false;
   std::string addr;
   std::string port = "7471";
-  long n = 1000;
+  long n = 1000;  // client: connections; server: disconnections before exiting (-n given)
+  bool n_given = false;
   long w = 16;
   int qp_depth = 16;
   bool json = false;
@@ -140,7 +141,7 @@ int run_server(const Options& o) {
   fflush(stdout);
   Verbs v;
   long accepted = 0, established = 0, disconnected = 0, rejected = 0, errors = 0, live = 0;
-  while (!g_stop && (o.n <= 0 || disconnected + errors < o.n)) {
+  while (!g_stop && (!o.n_given || o.n <= 0 || disconnected + errors < o.n)) {
     rdma_cm_event* ev = next_event(ch, 200);
     if (!ev) continue;
     rdma_cm_id* id = ev->id;
@@ -375,7 +376,7 @@ int parse(int argc, char** argv, Options& o) {
       case 's': o.server = true; o.addr = optarg; have = true; break;
       case 'c': o.server = false; o.addr = optarg; have = true; break;
       case 'p': o.port = optarg; break;
-      case 'n': o.n = strtol(optarg, nullptr, 0); break;
+      case 'n': o.n = strtol(optarg, nullptr, 0); o.n_given = true; break;
       case 'w': o.w = strtol(optarg, nullptr, 0); break;
       case 'd': o.qp_depth = int(strtol(optarg, nullptr, 0)); break;
       case 't': o.conn_timeout_s = strtod(optarg, nullptr); break;
