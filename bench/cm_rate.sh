@@ -32,7 +32,7 @@ while (($#)); do
   esac
 done
 source "$ROOT/tests/netns/lib.sh"
-BURSTD=$BUILD/daemon/burstd/burstd
+BURSTD=${CM_RATE_BURSTD:-$BUILD/daemon/burstd/burstd}  # CM_RATE_BURSTD: another build of burstd (before/after)
 BURSTCTL=$BUILD/tools/burstctl/burstctl
 RATE=$BUILD/bench/cm_rate
 netns_require_root "network namespaces, veth, XDP"
@@ -45,6 +45,15 @@ mkdir -p "$(dirname "$OUT")"
 : >"$OUT"
 
 netns_pair burst-cmrate
+# The servers run under `burstctl run`, which forwards TERM to them (KILL would orphan them).
+SERVER_PIDS=()
+stop_servers() {
+  local p
+  for p in "${SERVER_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  for p in "${SERVER_PIDS[@]}"; do timeout 5 tail --pid="$p" -f /dev/null 2>/dev/null; done
+  SERVER_PIDS=()
+}
+trap 'stop_servers; netns_cleanup' EXIT
 netns_cmd_env
 netns_link_ab a0 10.48.0.1 b0 10.48.0.2 numrxqueues "$WORKERS" numtxqueues "$WORKERS"
 netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "in $NA" --backend xdp --netdev a0 \
@@ -63,6 +72,7 @@ runIn() {  # NS DEV SOCK SECONDS CMD...: CMD under burstctl run
 nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" "$BURSTCTL" run --netdev a0 \
   --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$RATE" -s 10.48.0.1 -p 7471 >"$TMP/server.log" 2>&1 &
 BG_PIDS+=($!)
+SERVER_PIDS+=($!)
 wait_for "$TMP/server.log" "listening" 20 || { cat "$TMP/server.log"; fail "cm_rate server did not listen"; }
 
 for ((r = 1; r <= RUNS; r++)); do
@@ -81,6 +91,7 @@ if ((CMTIME)); then
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" "$BURSTCTL" run --netdev a0 \
     --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" cmtime -b 10.48.0.1 -p 7472 >"$TMP/cmtime-s.log" 2>&1 &
   BG_PIDS+=($!)
+  SERVER_PIDS+=($!)
   sleep 1
   for ((r = 1; r <= RUNS; r++)); do
     for n in $NS_LIST; do

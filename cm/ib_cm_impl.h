@@ -20,8 +20,13 @@
 namespace burst::cm {
 
 // Live ids at most (connections, timewaits, listens, SIDR): a REQ or SIDR_REQ
-// beyond it is refused (REJ no resources / SIDR_REP reject) and counted.
-inline constexpr size_t kMaxCmIds = 4096;
+// beyond it is refused (REJ no resources / SIDR_REP reject) and counted. A
+// closed connection keeps its id for its timewait (~9 s with rdma_cm's
+// response timeout 20), so the bound caps the sustained connection rate at
+// about kMaxPassiveIds / 9 s (~5,400/s); 4096 refused connections after ~3,000
+// in a burst (docs/cm.md "Connection rate"). A Conn is ~1.1 KB (the MAD it may
+// retry): ~80 MB at most with the tables; the kernel bounds its ids by memory only.
+inline constexpr size_t kMaxCmIds = 65536;
 // Ids a peer can make us create (REQ, SIDR_REQ) stop here, so that a flood
 // leaves room for the local users' create_id.
 inline constexpr size_t kMaxPassiveIds = kMaxCmIds * 3 / 4;
