@@ -183,7 +183,7 @@ done
     done
   done
   echo
-  for t in "${TOOLS[@]}"; do echo "$t: \`$(cat "$LOG/cmd-$t")\` (server in g1 / client in g2), N=$N${t/cmtime/}"; done
+  for t in "${TOOLS[@]}"; do echo "$t: \`$(cat "$LOG/cmd-$t")\` (server in g1 / client in g2), N=$N$([[ $t == cm_rate ]] && echo ", W=$W")"; done
   echo "date $(date -u +%F), host $(nproc) cores, accel $(interop_accel), guests 1 vCPU $INTEROP_MEM MiB, kernel $INTEROP_KVER"
 } | tee "$RESULTS"
 if [[ " $STACKS " == *" burst "* ]]; then
