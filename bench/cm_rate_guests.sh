@@ -189,6 +189,9 @@ done
 if [[ " $STACKS " == *" burst "* ]]; then
   for g in g1 g2; do
     guest_run -t 10 "$g" "pidof burstd >/dev/null" || { ilog "$g: burstd died"; echo 1 >"$LOG/burstd-$g.rc"; }
+    # burstd's CM counters (retransmits, drops) after every burst run, for the record.
+    guest_run -t 30 "$g" "$(in_root "$BURSTCTL" --socket /tmp/burstd.sock counters)" 2>&1 |
+      grep -E '^ *(cm|cma)\.' | paste -sd' ' | sed "s/^/$g burstd: /" | tr -s ' ' >&2
   done
 fi
 fails=$(cat "$LOG"/*.rc | grep -cv '^0$')
