@@ -19,7 +19,7 @@ PKGS=(
   libibverbs-dev ibverbs-utils perftest rdma-core   # verbs provider; unmodified verbs tools in tests
   python3-pyverbs                         # rdma-core's own tests (it ships them) against burst0
   ucx-utils openmpi-bin netpipe-openmpi   # consumers over burst in tests: UCX, Open MPI + NetPIPE
-  rdmacm-utils qperf libfabric-bin        # rdma_cm consumers: rping, ucmatose, udaddy, qperf -cm1, fi_pingpong
+  rdmacm-utils qperf libfabric-bin librdmacm-dev  # rdma_cm consumers: rping, ucmatose, udaddy, qperf -cm1, fi_pingpong; bench/cm_rate
   libinih-dev nlohmann-json3-dev libsystemd-dev     # burstd config, burstctl --json, sd_notify
   libcap-ng-dev                           # burstd drops capabilities after start-up
   liburing-dev                            # burstd's control-thread loop (io_uring; epoll fallback)

@@ -171,6 +171,8 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
       {"cm.unsupported_attr", m.unsupported_attr},
       {"cm.timeouts", m.timeouts},
       {"cm.ids", ib_cm_->id_count()},
+      {"cma.route_cache_hits", routes_.hits},
+      {"cma.route_cache_misses", routes_.misses},
       {"cma.ids_created", a.ids_created},
       {"cma.ids_destroyed", a.ids_destroyed},
       {"cma.ids", cma_->id_count()},
@@ -251,6 +253,27 @@ int CmService::local_address(const sockaddr* addr, uint8_t* sgid_index, cm::Gid*
   return 0;
 }
 
+// The source GID index (when *index < 0: the kernel's choice toward dgid) and dgid's
+// MAC, asked of the kernel (rtnetlink; may wait for a neighbour's answer).
+int CmService::resolve_uncached(const net::Gid& dgid, int* index, net::MacAddr* dmac,
+                                uint32_t timeout_ms) {
+  const DeviceInfo& info = device_.info();
+  if (*index < 0 && info.ifindex != 0) {
+    net::Gid s{};  // the kernel's source address toward dst
+    if (net::Status st = net::local_gid_for(info.ifindex, dgid, &s); !st.ok()) return st.code();
+    *index = index_of(info.gids, s);
+  }
+  if (*index < 0) *index = first_gid_of_family(info.gids, net::gid_family(dgid));
+  if (*index < 0) return EADDRNOTAVAIL;
+  std::string message;
+  const int wait_ms = static_cast<int>(timeout_ms == 0 || timeout_ms > 5000 ? 5000 : timeout_ms);
+  if (int e = device_.resolve_dmac(dgid, wait_ms, dmac, &message); e != 0) {
+    BURSTD_DEBUG("rdma_cm: route to %s: %s", net::format_gid(dgid).c_str(), message.c_str());
+    return e;
+  }
+  return 0;
+}
+
 int CmService::resolve_route(const sockaddr* src, const sockaddr* dst, uint32_t timeout_ms,
                              cm::CmaRoute* out) {
   const DeviceInfo& info = device_.info();
@@ -262,19 +285,16 @@ int CmService::resolve_route(const sockaddr* src, const sockaddr* dst, uint32_t 
     if (!gid_of(src, &s)) return EAFNOSUPPORT;
     index = index_of(info.gids, s);
     if (index < 0) return EADDRNOTAVAIL;
-  } else if (info.ifindex != 0) {
-    net::Gid s{};  // the kernel's source address toward dst
-    if (net::Status st = net::local_gid_for(info.ifindex, dgid, &s); !st.ok()) return st.code();
-    index = index_of(info.gids, s);
   }
-  if (index < 0) index = first_gid_of_family(info.gids, net::gid_family(dgid));
-  if (index < 0) return EADDRNOTAVAIL;
-  std::string message;
+  const int asked = index;
   net::MacAddr dmac{};
-  const int wait_ms = static_cast<int>(timeout_ms == 0 || timeout_ms > 5000 ? 5000 : timeout_ms);
-  if (int e = device_.resolve_dmac(dgid, wait_ms, &dmac, &message); e != 0) {
-    BURSTD_DEBUG("rdma_cm: route to %s: %s", net::format_gid(dgid).c_str(), message.c_str());
-    return e;
+  const uint64_t now = now_ns();
+  if (routes_.find(dgid, asked, now, &index, &dmac) && static_cast<size_t>(index) < info.gids.size()) {
+    ++routes_.hits;
+  } else {
+    ++routes_.misses;
+    if (int e = resolve_uncached(dgid, &index, &dmac, timeout_ms); e != 0) return e;
+    routes_.insert(dgid, asked, now, index, dmac);
   }
   out->sgid_index = static_cast<uint8_t>(index);
   out->sgid = info.gids[static_cast<size_t>(index)];

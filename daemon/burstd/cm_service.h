@@ -29,6 +29,7 @@
 
 #include "cm/cma.h"
 #include "cm/ib_cm.h"
+#include "daemon/burstd/cm_route_cache.h"
 
 namespace burst::burstd {
 
@@ -93,6 +94,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
   void on_gsi_readable();  // drains QP1's MADs into the IbCm
   void rearm();            // the loop's deadline := IbCm::next_deadline()
   void on_deadline();
+  int resolve_uncached(const net::Gid& dgid, int* index, net::MacAddr* dmac, uint32_t timeout_ms);
 
   Device& device_;
   Gsi& gsi_;
@@ -103,6 +105,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
   std::unique_ptr<cm::Cma> cma_;
   std::map<uint32_t, Channel> channels_;  // by ChannelId (= session id)
   uint64_t armed_ = UINT64_MAX;           // the deadline set on the loop
+  CmRouteCache routes_;                   // resolve_route's answers, per destination
 };
 
 }  // namespace burst::burstd
