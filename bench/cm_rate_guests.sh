@@ -13,8 +13,8 @@
 #           arguments, under `burstctl run` (the shim serves /dev/infiniband/rdma_cm)
 # Tools: stock `cmtime` (rdmacm-utils; `cmtime -p PORT` / `cmtime -s G1 -p PORT -c N`: every
 # step issued for all N ids at once, timed per step) and bench/cm_rate when it is built
-# (CMR_CM_RATE: its path; `cm_rate --server` / `cm_rate --client G1 -n N -w W`, connections/s and
-# p50/p99 setup latency). Each tool runs CMR_RUNS times per stack (interleaved server restarts);
+# (CMR_CM_RATE: its path; `cm_rate -s G1 -p PORT` / `cm_rate -c G1 -p PORT -n N -w W`: N
+# connections, W in flight, established/s and p50/p99 setup latency, resolve_addr to ESTABLISHED). Each tool runs CMR_RUNS times per stack (interleaved server restarts);
 # the table shows medians (min-max) and burst/kernel ratios.
 # cmtime's figures: "connect/s" = N / the connect step's total (REQ to ESTABLISHED for all N, the
 # CM exchange alone); "setup/s" = N / (create id + resolve addr + resolve route + create qp +
@@ -100,8 +100,8 @@ one() {
     scmd="cmtime -p $PORT"
     ccmd="cmtime -s $G1_IP -p $PORT -c $N"
   else
-    scmd="$CM_RATE --server -p $PORT"
-    ccmd="$CM_RATE --client $G1_IP -p $PORT -n $N -w $W"
+    scmd="$CM_RATE -s $G1_IP -p $PORT"
+    ccmd="$CM_RATE -c $G1_IP -p $PORT -n $N -w $W"
   fi
   echo "$scmd / $ccmd" >"$LOG/cmd-$t"
   # The server lives until the client is done (killed then); rdma_cm listeners are invisible to
@@ -121,8 +121,8 @@ one() {
   echo "$crc" >"$f.rc"
 }
 
-# cmtime's per-step table -> "connect_per_s setup_per_s connect_us_per_conn"; cm_rate -> its
-# "conn/s p50 p99" (the first line holding "conn/s", key=value or "key value" pairs).
+# cmtime's per-step table -> "connect_per_s setup_per_s connect_us_per_conn"; cm_rate's
+# "cm_rate mode=client ..." line -> "rate setup_p50_us setup_p99_us".
 figures() {  # FILE TOOL
   if [[ $2 == cmtime ]]; then
     awk -v n="$N" -F: '
@@ -133,13 +133,9 @@ figures() {  # FILE TOOL
         s = ms["create id"] + ms["resolve addr"] + ms["resolve route"] + ms["create qp"] + ms["connect"]
         printf "%.1f %.1f %.0f\n", n * 1000 / ms["connect"], n * 1000 / s, ms["connect"] * 1000 / n }' "$1"
   else
-    awk '{ for (i = 1; i <= NF; i++) {
-             k = $i; v = ""
-             if (k ~ /=/) { v = k; sub(/^[^=]*=/, "", v); sub(/=.*/, "", k) } else if (i < NF) v = $(i + 1)
-             if (k ~ /conn\/s|conns_per_s|rate/ && r == "") r = v + 0
-             if (k ~ /p50/ && p50 == "") p50 = v + 0
-             if (k ~ /p99/ && p99 == "") p99 = v + 0 } }
-         END { if (r == "") exit 1; printf "%s %s %s\n", r, p50, p99 }' "$1"
+    awk '$1 == "cm_rate" && $2 == "mode=client" {
+           for (i = 3; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+         END { if (!("rate" in f)) exit 1; print f["rate"], f["setup_p50_us"], f["setup_p99_us"] }' "$1"
   fi
 }
 
@@ -172,13 +168,13 @@ done
   echo "| tool | figure | kernel rdma_cm (rxe) | burst (burstd, AF_XDP) | burst / kernel |"
   echo "|---|---|---|---|---|"
   for t in "${TOOLS[@]}"; do
-    if [[ $t == cmtime ]]; then cols=("1 connect/s" "2 setup/s" "3 connect us/conn"); else cols=("1 conn/s" "2 p50 us" "3 p99 us"); fi
+    if [[ $t == cmtime ]]; then cols=("1 connect/s" "2 setup/s" "3 connect us/conn"); else cols=("1 established/s" "2 setup p50 us" "3 setup p99 us"); fi
     for c in "${cols[@]}"; do
       k=$(stat kernel "$t" "${c%% *}")
       b=$(stat burst "$t" "${c%% *}")
       ratio=$(awk -v k="${k%% *}" -v b="${b%% *}" -v lower="$([[ $c == *us* ]] && echo 1)" 'BEGIN {
         if (k == "-" || b == "-" || k <= 0 || b <= 0) { print "-"; exit }
-        printf "%.1fx\n", lower ? k / b : b / k }')
+        printf "%.3gx\n", lower ? k / b : b / k }')
       echo "| $t | ${c#* } | $k | $b | $ratio |"
     done
   done
