@@ -149,7 +149,8 @@ stat() {  # STACK TOOL COL
   [[ ${#vals[@]} -gt 0 ]] || { echo "-"; return; }
   printf '%s\n' "${vals[@]}" | sort -g | awk '{a[NR] = $1} END {
     m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-    printf "%g (%g-%g, %d/'"$RUNS"')\n", m, a[1], a[NR], NR }'
+    printf "%s (%s-%s, %d/'"$RUNS"')\n", f(m), f(a[1]), f(a[NR]), NR }
+    function f(x) { return x >= 100 ? sprintf("%.0f", x) : sprintf("%.3g", x) }'
 }
 
 guest_start g1 "$G1_IP" || iskip "the guest did not boot (logs above)"
