@@ -189,6 +189,11 @@ if [[ " $STACKS " == *" burst "* ]]; then
     # burstd's CM counters (retransmits, drops) after every burst run, for the record.
     guest_run -t 30 "$g" "$(in_root "$BURSTCTL" --socket /tmp/burstd.sock counters)" 2>&1 |
       grep -E '^ *(cm|cma)\.' | paste -sd' ' | sed "s/^/$g burstd: /" | tr -s ' ' >&2
+    # burstd's CPU time per thread (utime + stime, seconds) over the whole burst phase.
+    guest_run -t 10 "$g" "p=\$(pidof burstd); for t in /proc/\$p/task/*; do
+        echo \"\$(cat \$t/comm) \$(cut -d' ' -f14,15 \$t/stat)\"; done" 2>&1 |
+      awk -v g="$g" -v hz="$(getconf CLK_TCK)" '{ s = s sprintf(" %s %.2f", $1, ($2 + $3) / hz) }
+        END { print g " burstd CPU s per thread:" s }' >&2
   done
 fi
 fails=$(cat "$LOG"/*.rc | grep -cv '^0$')
