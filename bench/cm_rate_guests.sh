@@ -14,7 +14,9 @@
 # Tools: stock `cmtime` (rdmacm-utils; `cmtime -p PORT` / `cmtime -s G1 -p PORT -c N`: every
 # step issued for all N ids at once, timed per step) and bench/cm_rate when it is built
 # (CMR_CM_RATE: its path; `cm_rate -s G1 -p PORT` / `cm_rate -c G1 -p PORT -n N -w W`: N
-# connections, W in flight, established/s and p50/p99 setup latency, resolve_addr to ESTABLISHED). Each tool runs CMR_RUNS times per stack (interleaved server restarts);
+# connections, W in flight, established/s and p50/p99 setup latency, resolve_addr to ESTABLISHED).
+# Each tool runs CMR_RUNS times per stack, a fresh server each run (the tools interleaved; the
+# stacks are not: every kernel run comes before the guests' RDMA modules are unloaded for burst);
 # the table shows medians (min-max) and burst/kernel ratios.
 # cmtime's figures: "connect/s" = N / the connect step's total (REQ to ESTABLISHED for all N, the
 # CM exchange alone); "setup/s" = N / (create id + resolve addr + resolve route + create qp +
