@@ -67,7 +67,7 @@ want() {
 
 # ucma_pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
 # client in B (10.47.0.1 appended), retried while the server is not listening
-# yet (REJECTED / connection refused); both must exit 0.
+# yet (REJECTED / connection refused / UD: UNREACHABLE status 1); both must exit 0.
 ucma_pair() {
   local name=$1 t=$2
   shift 2
@@ -88,7 +88,8 @@ ucma_pair() {
   for _ in 1 2 3 4 5; do
     brun_in "$NB" b0 "$TMP/b.sock" "$t" stdbuf -oL -eL "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
     crc=$?
-    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected|Unexpected CM event" "$co" || break
+    # Not listening yet: REJ (RC), or a SIDR_REP "no such service" (UD: UNREACHABLE, status 1).
+    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected|Unexpected CM event|UNREACHABLE, error: 1$" "$co" || break
     sleep 1
   done
   wait "$spid"
