@@ -79,7 +79,11 @@ guest_run -t 60 vm1 "mkdir -p $ROOT &&
 # What Open MPI's device check reads for rxe0 (the basename is matched against the list).
 rxe_driver=$(guest_run vm1 "readlink /sys/class/infiniband/rxe0/device/driver" 2>/dev/null | tail -1)
 ilog "guest: /sys/class/infiniband/rxe0/device/driver -> '${rxe_driver:-(none)}'"
-DEVICES=${MPI_UCX_DEVICES:-"mlx*,burst*${rxe_driver:+,${rxe_driver##*/}}"}
+# rxe0 has no device/ (the 6.1 kernel's rxe ib_device has no parent): no list of driver names can
+# match it, and Open MPI then rates pml ucx 19 ("transports only"), below ob1's 20. The rxe host
+# says "any" (is_any_device) in its own setting; burst's host lists burst's driver.
+BURST_DEVICES=${MPI_BURST_DEVICES:-"mlx*,burst*"}
+RXE_DEVICES=${MPI_RXE_DEVICES:-$([[ -n $rxe_driver ]] && echo "mlx*,burst*,${rxe_driver##*/}" || echo any)}
 burstd_start
 
 echo "| consumer | command | result | figure |" | tee "$RESULTS"
@@ -87,14 +91,15 @@ echo "|---|---|---|---|" | tee -a "$RESULTS"
 
 export NSRSH_BURSTCTL=$BURSTCTL NSRSH_SPEC="$INTEROP_NS:$INTEROP_BURST_IF:$SOCK"
 export GUESTRSH_GUEST=vm1 GUESTRSH_ROOT=$ROOT GUESTRSH_TIMEOUT=600 INTEROP_RUN
-export GUESTRSH_ENV="OMPI_MCA_pml= $GUEST_ENV"
+export GUESTRSH_ENV="OMPI_MCA_pml= OMPI_MCA_opal_common_ucx_devices=$RXE_DEVICES $GUEST_ENV"
+export GUESTRSH_NS_ENV="OMPI_MCA_opal_common_ucx_devices=$BURST_DEVICES"
 # Rank 0 (NetPIPE's transmitter, which writes -o) on burst: the namespace comes first.
 HF=$INTEROP_RUN/hostfile
 printf '%s slots=1\nvm1 slots=1\n' "$INTEROP_NS" >"$HF"
 # shellcheck disable=SC2054  # commas inside MCA values
-MCA=(--allow-run-as-root --hostfile "$HF" -np 2 --map-by node --mca plm_rsh_no_tree_spawn 1 --mca plm_rsh_agent "$HERE/guestrsh.sh"
+MCA=(--allow-run-as-root --hostfile "$HF" -np 2 --map-by node --mca plm_rsh_agent "$HERE/guestrsh.sh"
   --mca oob_tcp_if_include "$INTEROP_SUBNET.0/24" --mca btl ^openib
-  --mca opal_common_ucx_devices "$DEVICES" --mca pml_base_verbose 10 -x UCX_TLS=rc_v,self)
+  --mca pml_base_verbose 10 -x UCX_TLS=rc_v,self)
 mpirun_ns() {  # OUT ARGS...
   local out=$1
   shift
@@ -109,7 +114,7 @@ rc=$?
 sel_i=$(grep -c "selected ucx best priority 51" "$INTEROP_RUN/np-i.out")
 sel=$(grep -c "selected ucx best priority 51" "$INTEROP_RUN/np.out")
 ver=$(ompi_info --version | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -1)
-cmd="OMPI_MCA_pml= mpirun -np 2 --mca opal_common_ucx_devices '$DEVICES' -x UCX_TLS=rc_v,self NPopenmpi -u $MAX ${NPARGS[*]} (rank 0 on burst, rank 1 on rxe; rxe side only: $GUEST_ENV)"
+cmd="OMPI_MCA_pml= mpirun -np 2 -x UCX_TLS=rc_v,self NPopenmpi -u $MAX ${NPARGS[*]} (rank 0 on burst: opal_common_ucx_devices = $BURST_DEVICES; rank 1 on rxe: opal_common_ucx_devices = $RXE_DEVICES, $GUEST_ENV)"
 if [[ $irc -ne 0 || $rc -ne 0 || $sel_i -lt 2 || $sel -lt 2 ]] ||
    grep -qi "integrity.*fail\|mismatch" "$INTEROP_RUN/np-i.out" || [[ ! -s $INTEROP_RUN/np.txt ]]; then
   { echo "=== integrity run ($irc, pml ucx on $sel_i ranks):"; tail -40 "$INTEROP_RUN/np-i.out"
