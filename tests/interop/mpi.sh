@@ -9,15 +9,23 @@
 # through the harness' command queue, and in the namespace through tests/consumers/nsrsh.sh. orted
 # connects back to mpirun over TCP on the bridge (oob_tcp_if_include $INTEROP_SUBNET.0/24).
 # pml ucx is chosen by Open MPI's own device check on both ranks (pml_base_verbose shows
-# "selected ucx best priority 51"): the one MCA setting is opal_common_ucx_devices, with the basename
-# of /sys/class/infiniband/DEV/device/driver of each side in it (MPI_UCX_DEVICES, printed at the
-# start for the guest's rxe0); Debian's `pml = ^ucx` undone with OMPI_MCA_pml= (docs/consumers.md).
+# "selected ucx best priority 51" twice): the one MCA setting is opal_common_ucx_devices, given to
+# each side as its own host's configuration would (guestrsh.sh puts it in each orted's environment,
+# which the ranks inherit): "mlx*,burst*" on burst (the basename of
+# /sys/class/infiniband/burst0/device/driver is "burst"); "any" on rxe: the 6.1 kernel's rxe0 has no
+# device/ link (its ib_device has no parent), so no pattern (rxe* included) can match it, Open MPI
+# rates pml ucx 19 ("transports only") there, below ob1's 20, and the job runs over ob1 + TCP.
+# Debian's `pml = ^ucx` is undone with OMPI_MCA_pml= on both sides (docs/consumers.md).
 # UCX_TLS=rc_v,self (the transport measured). The rxe side only: UCX_UD_VERBS_ETH_DGID_CHECK=n
 # (UCP wires rc_v up through ud_verbs, whose filter on rxe drops burst's datagrams: docs/consumers.md).
-# Two runs: NetPIPE -i (integrity: every byte checked) and the performance run, 1 B to MPI_MAX bytes.
-# Usage (root): tests/interop/mpi.sh [BUILD_DIR]
-# Settings: MPI_MAX (bytes, 1048576), MPI_NP_ARGS (more NetPIPE arguments, "-n 3"), MPI_UCX_DEVICES,
-#   MPI_INTEROP_DEADLINE (s, 1200), MPI_GUEST_ENV (the rxe side's UCX variables), INTEROP_MEM (1024).
+# Two runs: NetPIPE -i (integrity: every byte of each message checked; its sizes stop at the last
+# 2^n+1 below MPI_MAX) and the performance run, 1 B to MPI_MAX (+3) bytes.
+# Usage (root, one guest user at a time):
+#   flock /work/guest.lock tests/interop/mpi.sh [BUILD_DIR]
+# Settings: MPI_MAX (bytes, 8388608), MPI_NP_ARGS (more NetPIPE arguments, "-n 3"),
+#   MPI_BURST_DEVICES ("mlx*,burst*"), MPI_RXE_DEVICES ("any", or the pattern list with the driver's
+#   basename when the guest's rxe0 has one), MPI_INTEROP_DEADLINE (s, 1200), MPI_GUEST_ENV (the rxe
+#   side's UCX variables, "UCX_UD_VERBS_ETH_DGID_CHECK=n"), INTEROP_MEM (MiB, 1024).
 # Output: a Markdown table (consumer, command, result, figure) on stdout and in $INTEROP_RUN/mpi.md.
 # Exit 0 pass, 77 skipped (no guest, tools missing), 1 fail.
 set -u
@@ -27,7 +35,7 @@ source "$HERE/lib/guest.sh"
 BUILD=$(cd "${1:-$HERE/../../build/default}" 2>/dev/null && pwd) || iskip "no build directory"
 BURSTD=$BUILD/daemon/burstd/burstd
 BURSTCTL=$BUILD/tools/burstctl/burstctl
-MAX=${MPI_MAX:-1048576}
+MAX=${MPI_MAX:-8388608}
 read -r -a NPARGS <<<"${MPI_NP_ARGS:-"-n 3"}"
 GUEST_ENV=${MPI_GUEST_ENV:-UCX_UD_VERBS_ETH_DGID_CHECK=n}
 GUEST_IP=$INTEROP_SUBNET.11
@@ -99,7 +107,7 @@ printf '%s slots=1\nvm1 slots=1\n' "$INTEROP_NS" >"$HF"
 # shellcheck disable=SC2054  # commas inside MCA values
 MCA=(--allow-run-as-root --hostfile "$HF" -np 2 --map-by node --mca plm_rsh_agent "$HERE/guestrsh.sh"
   --mca oob_tcp_if_include "$INTEROP_SUBNET.0/24" --mca btl ^openib
-  --mca pml_base_verbose 10 -x UCX_TLS=rc_v,self)
+  --mca pml_base_verbose 10 --mca opal_common_ucx_verbose 2 -x UCX_TLS=rc_v,self)
 mpirun_ns() {  # OUT ARGS...
   local out=$1
   shift
@@ -122,13 +130,15 @@ if [[ $irc -ne 0 || $rc -ne 0 || $sel_i -lt 2 || $sel -lt 2 ]] ||
   FAILED+=(netpipe)
   row "Open MPI $ver pml ucx, NetPIPE" "$cmd" "FAIL (integrity $irc, perf $rc, pml ucx on $sel_i/$sel ranks)" "-"
 else
+  ichecked=$(sort -n -k1 "$INTEROP_RUN/np-i.txt" | tail -1 | awk '{print $1}')
   big=$(sort -n -k1 "$INTEROP_RUN/np.txt" | tail -1)
   small=$(sort -n -k1 "$INTEROP_RUN/np.txt" | head -1)
-  row "Open MPI $ver pml ucx, NetPIPE" "$cmd" "pass (data checked 1 B..$MAX B)" \
+  row "Open MPI $ver pml ucx, NetPIPE" "$cmd" "pass (data checked 1 B..$ichecked B)" \
     "$(awk '{printf "%.0f Mbit/s at %d B", $2, $1}' <<<"$big"); $(awk '{printf "%.1f us at %d B", $3 * 1e6, $1}' <<<"$small")"
 fi
-grep -h "matched by\|selected ucx\|readlink" "$INTEROP_RUN/np.out" | sort | uniq -c >&2
+grep -h "matched by\|matched both\|support level\|selected ucx\|readlink" "$INTEROP_RUN/np.out" |
+  sed 's/^\[\([^:]*\):[0-9]*\]/[\1]/' | sort | uniq -c >&2
 kill -0 "$BPID" 2>/dev/null || { FAILED+=("burstd died"); tail -20 "$INTEROP_RUN/burstd.log"; }
-echo "date $(date -u +%F), $(nproc) cores, accel $(interop_accel), guest $INTEROP_KVER, host $(uname -r)"
+echo "date $(date -u +%F), $SECONDS s with the boot, $(nproc) cores, accel $(interop_accel), guest $INTEROP_KVER, host $(uname -r)"
 [[ ${#FAILED[@]} -eq 0 ]] || ifail "${#FAILED[@]} case(s) failed: ${FAILED[*]}"
 echo "PASS: Open MPI NetPIPE burst <-> rxe"
