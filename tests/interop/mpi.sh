@@ -25,7 +25,7 @@
 # Settings: MPI_MAX (bytes, 8388608), MPI_NP_ARGS (more NetPIPE arguments, "-n 3"),
 #   MPI_BURST_DEVICES ("mlx*,burst*"), MPI_RXE_DEVICES ("any", or the pattern list with the driver's
 #   basename when the guest's rxe0 has one), MPI_INTEROP_DEADLINE (s, 1200), MPI_GUEST_ENV (the rxe
-#   side's UCX variables, "UCX_UD_VERBS_ETH_DGID_CHECK=n"), INTEROP_MEM (MiB, 1024).
+#   side's UCX variables, "UCX_UD_VERBS_ETH_DGID_CHECK=n"; set empty for none), INTEROP_MEM (MiB, 1024).
 # Output: a Markdown table (consumer, command, result, figure) on stdout and in $INTEROP_RUN/mpi.md.
 # Exit 0 pass, 77 skipped (no guest, tools missing), 1 fail.
 set -u
@@ -37,7 +37,7 @@ BURSTD=$BUILD/daemon/burstd/burstd
 BURSTCTL=$BUILD/tools/burstctl/burstctl
 MAX=${MPI_MAX:-8388608}
 read -r -a NPARGS <<<"${MPI_NP_ARGS:-"-n 3"}"
-GUEST_ENV=${MPI_GUEST_ENV:-UCX_UD_VERBS_ETH_DGID_CHECK=n}
+GUEST_ENV=${MPI_GUEST_ENV-UCX_UD_VERBS_ETH_DGID_CHECK=n}
 GUEST_IP=$INTEROP_SUBNET.11
 ROOT=/mnt/hostroot
 for b in "$BURSTD" "$BURSTCTL"; do [[ -x $b ]] || iskip "build $b first"; done
