@@ -8,6 +8,8 @@
 # mpirun runs in the namespace; its rsh agent (tests/interop/guestrsh.sh) starts orted in the guest
 # through the harness' command queue, and in the namespace through tests/consumers/nsrsh.sh. orted
 # connects back to mpirun over TCP on the bridge (oob_tcp_if_include $INTEROP_SUBNET.0/24).
+# orted (tree spawn) checks that plm_rsh_agent's path exists on its own node: run this script from a
+# path the guest sees through the host root (not under /tmp, /run, /dev: the chroot has its own).
 # pml ucx is chosen by Open MPI's own device check on both ranks (pml_base_verbose shows
 # "selected ucx best priority 51" twice): the one MCA setting is opal_common_ucx_devices, given to
 # each side as its own host's configuration would (guestrsh.sh puts it in each orted's environment,
