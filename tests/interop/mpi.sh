@@ -124,7 +124,7 @@ rc=$?
 sel_i=$(grep -c "selected ucx best priority 51" "$INTEROP_RUN/np-i.out")
 sel=$(grep -c "selected ucx best priority 51" "$INTEROP_RUN/np.out")
 ver=$(ompi_info --version | sed -n 's/.*v\([0-9.]*\).*/\1/p' | head -1)
-cmd="OMPI_MCA_pml= mpirun -np 2 -x UCX_TLS=rc_v,self NPopenmpi -u $MAX ${NPARGS[*]} (rank 0 on burst: opal_common_ucx_devices = $BURST_DEVICES; rank 1 on rxe: opal_common_ucx_devices = $RXE_DEVICES, $GUEST_ENV)"
+cmd="OMPI_MCA_pml= mpirun -np 2 -x UCX_TLS=rc_v,self NPopenmpi -u $MAX ${NPARGS[*]} (rank 0 on burst: opal_common_ucx_devices = $BURST_DEVICES; rank 1 on rxe: opal_common_ucx_devices = $RXE_DEVICES${GUEST_ENV:+, $GUEST_ENV})"
 if [[ $irc -ne 0 || $rc -ne 0 || $sel_i -lt 2 || $sel -lt 2 ]] ||
    grep -qi "integrity.*fail\|mismatch" "$INTEROP_RUN/np-i.out" || [[ ! -s $INTEROP_RUN/np.txt ]]; then
   { echo "=== integrity run ($irc, pml ucx on $sel_i ranks):"; tail -40 "$INTEROP_RUN/np-i.out"
