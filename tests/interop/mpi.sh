@@ -15,7 +15,7 @@
 # each side as its own host's configuration would (guestrsh.sh puts it in each orted's environment,
 # which the ranks inherit): "mlx*,burst*" on burst (the basename of
 # /sys/class/infiniband/burst0/device/driver is "burst"); "any" on rxe: the 6.1 kernel's rxe0 has no
-# device/ link (its ib_device has no parent), so no pattern (rxe* included) can match it, Open MPI
+# device/ link (readlink prints nothing), so no pattern (rxe* included) can match it, Open MPI
 # rates pml ucx 19 ("transports only") there, below ob1's 20, and the job runs over ob1 + TCP.
 # Debian's `pml = ^ucx` is undone with OMPI_MCA_pml= on both sides (docs/consumers.md).
 # UCX_TLS=rc_v,self (the transport measured). The rxe side only: UCX_UD_VERBS_ETH_DGID_CHECK=n
