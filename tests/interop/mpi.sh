@@ -89,7 +89,7 @@ guest_run -t 60 vm1 "mkdir -p $ROOT &&
 # What Open MPI's device check reads for rxe0 (the basename is matched against the list).
 rxe_driver=$(guest_run vm1 "readlink /sys/class/infiniband/rxe0/device/driver" 2>/dev/null | tail -1)
 ilog "guest: /sys/class/infiniband/rxe0/device/driver -> '${rxe_driver:-(none)}'"
-# rxe0 has no device/ (the 6.1 kernel's rxe ib_device has no parent): no list of driver names can
+# rxe0 has no device/ (readlink prints nothing under the 6.1 kernel): no list of driver names can
 # match it, and Open MPI then rates pml ucx 19 ("transports only"), below ob1's 20. The rxe host
 # says "any" (is_any_device) in its own setting; burst's host lists burst's driver.
 BURST_DEVICES=${MPI_BURST_DEVICES:-"mlx*,burst*"}
