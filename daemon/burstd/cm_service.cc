@@ -272,7 +272,9 @@ int CmService::resolve_route(const sockaddr* src, const sockaddr* dst, uint32_t 
   std::string message;
   net::MacAddr dmac{};
   const int wait_ms = static_cast<int>(timeout_ms == 0 || timeout_ms > 5000 ? 5000 : timeout_ms);
-  if (int e = device_.resolve_dmac(dgid, wait_ms, &dmac, &message); e != 0) {
+  if (index_of(info.gids, dgid) >= 0) {
+    dmac = info.mac;  // one of the port's own GIDs (rdma_cm's loopback): no neighbour
+  } else if (int e = device_.resolve_dmac(dgid, wait_ms, &dmac, &message); e != 0) {
     BURSTD_DEBUG("rdma_cm: route to %s: %s", net::format_gid(dgid).c_str(), message.c_str());
     return e;
   }

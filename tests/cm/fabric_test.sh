@@ -101,9 +101,9 @@ pair() {
 }
 
 if command -v fi_pingpong >/dev/null; then
-  pair rxm 90 fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -- \
+  pair rxm 90 env FI_LOG_LEVEL=${FAB_FI_LOG:-warn} fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -- \
     fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 10.47.0.1
-  pair msg 90 fi_pingpong -p verbs -e msg -I 100 -- fi_pingpong -p verbs -e msg -I 100 10.47.0.1
+  pair msg 90 env FI_LOG_LEVEL=${FAB_FI_LOG:-warn} fi_pingpong -p verbs -e msg -I 100 -- env FI_LOG_LEVEL=${FAB_FI_LOG:-warn} fi_pingpong -p verbs -e msg -I 100 10.47.0.1
 else
   echo "rxm, msg SKIP (apt-get install libfabric-bin)" >>"$REPORT"
 fi
