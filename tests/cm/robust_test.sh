@@ -214,6 +214,7 @@ if want forged; then
   wait "$spid"
   src=$?
   echo "== forged: rping server=$src client=$crc; cm.dropped_no_match $before -> $after" >>"$REPORT"
+  [[ $((after - before)) -gt 0 ]] || bad forged "the forged MADs were not counted"
   [[ $src -eq 0 && $crc -eq 0 ]] || bad forged "rping: $(tail -3 "$TMP/fo.rs") / $(tail -3 "$TMP/fo.rc")"
   clean forged
 fi
