@@ -10,13 +10,12 @@
  * Every wait is bounded (20 s): "TIMEOUT" and exit 2. */
 #include <errno.h>
 #include <poll.h>
+#include <rdma/rdma_cma.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <rdma/rdma_cma.h>
 
 static struct rdma_event_channel *ch;
 
