@@ -5,8 +5,8 @@
  *       as "EVENT name status" and exit 0 on the first one (1 on ACCEPT_ERR).
  *   cm_stall client ADDR PORT                  connect; print "CONNECTING" once the REQ is
  *       out, then "EVENT name status" for the first event after it; exit 0.
- *   cm_stall flood ADDR PORT N                 N connects on one channel; for 15 s count
- *       the events by name ("COUNT name n"); exit 0.
+ *   cm_stall flood ADDR PORT N                 N connects on one channel; count the events
+ *       by name ("COUNT name n") until all N ended or 60 s passed; exit 0.
  * Every wait is bounded (20 s): "TIMEOUT" and exit 2. */
 #include <errno.h>
 #include <poll.h>
@@ -42,15 +42,27 @@ static int make_qp(struct rdma_cm_id *id) {
   return rdma_create_qp(id, NULL, &a);
 }
 
+static int counts[RDMA_CM_EVENT_ADDR_CHANGE + 2];
+
+/* The next event of `id` of type `want`; the other ids' events on the channel
+ * (a flood's earlier connects) are counted and acknowledged. */
+static int wait_for(struct rdma_cm_id *id, enum rdma_cm_event_type want) {
+  struct rdma_cm_event *ev;
+  while (!wait_event(20000, &ev)) {
+    int mine = ev->id == id, type = ev->event;
+    if (!mine && type <= RDMA_CM_EVENT_ADDR_CHANGE) counts[type]++;
+    rdma_ack_cm_event(ev);
+    if (mine) return type == (int)want ? 0 : -1;
+  }
+  return -1;
+}
+
 /* resolve address and route, create the QP, connect. */
 static int start_connect(struct rdma_cm_id *id, struct rdma_addrinfo *rai) {
-  struct rdma_cm_event *ev;
   if (rdma_resolve_addr(id, NULL, rai->ai_dst_addr, 5000)) return -1;
-  if (wait_event(20000, &ev) || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) return -1;
-  rdma_ack_cm_event(ev);
+  if (wait_for(id, RDMA_CM_EVENT_ADDR_RESOLVED)) return -1;
   if (rdma_resolve_route(id, 5000)) return -1;
-  if (wait_event(20000, &ev) || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED) return -1;
-  rdma_ack_cm_event(ev);
+  if (wait_for(id, RDMA_CM_EVENT_ROUTE_RESOLVED)) return -1;
   if (make_qp(id)) return -1;
   struct rdma_conn_param cp;
   memset(&cp, 0, sizeof(cp));
@@ -114,21 +126,27 @@ static int client(char **argv) {
 
 static int flood(char **argv) {
   struct rdma_addrinfo *rai;
-  int n = atoi(argv[2]), counts[RDMA_CM_EVENT_ADDR_CHANGE + 2] = {0};
+  int n = atoi(argv[2]);
   if (addr_of(argv[0], argv[1], &rai, 0)) return 1;
   for (int i = 0; i < n; ++i) {
     struct rdma_cm_id *id;
     if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) || start_connect(id, rai)) {
-      printf("CONNECT_ERR %d after %d\n", errno, i);
+      printf("CONNECT_ERR after %d\n", i);
       break;
     }
   }
   printf("CONNECTING %d\n", n);
-  time_t end = time(NULL) + 15;
-  while (time(NULL) < end) {
+  /* Until every connect has ended (established or an error) or 60 s passed. */
+  time_t end = time(NULL) + 60;
+  int ended = counts[RDMA_CM_EVENT_REJECTED] + counts[RDMA_CM_EVENT_UNREACHABLE] +
+              counts[RDMA_CM_EVENT_CONNECT_ERROR] + counts[RDMA_CM_EVENT_ESTABLISHED];
+  while (ended < n && time(NULL) < end) {
     struct rdma_cm_event *ev;
     if (wait_event(200, &ev)) continue;
     if ((int)ev->event <= RDMA_CM_EVENT_ADDR_CHANGE) counts[ev->event]++;
+    if (ev->event == RDMA_CM_EVENT_REJECTED || ev->event == RDMA_CM_EVENT_UNREACHABLE ||
+        ev->event == RDMA_CM_EVENT_CONNECT_ERROR || ev->event == RDMA_CM_EVENT_ESTABLISHED)
+      ended++;
     rdma_ack_cm_event(ev);
   }
   for (int e = 0; e <= RDMA_CM_EVENT_ADDR_CHANGE; ++e)

@@ -7,7 +7,7 @@
 #                  gets REJECTED/UNREACHABLE (not a hang)
 #   client_killed  the client SIGKILLed after CONNECT, before ESTABLISHED; the server then
 #                  accepts: it gets REJECTED/UNREACHABLE/DISCONNECTED or the accept fails
-#   flood          CM_FLOOD (16) rdma_connect on one channel to a listener that never
+#   flood          CM_FLOOD (64) rdma_connect on one channel to a listener that never
 #                  accepts; an rping pair still passes meanwhile; the listener killed, all
 #                  get REJECTED;
 #                  then 2000 forged REQs (fresh comm IDs) injected on the wire: rejected,
@@ -159,17 +159,17 @@ if want client_killed; then
   clean client_killed
 fi
 
-FLOOD=${CM_FLOOD:-16}
+FLOOD=${CM_FLOOD:-64}
 if want flood; then
   log "flood: $FLOOD connects to a listener that never accepts"
   S=$TMP/fl.server C=$TMP/fl.client
-  bgA "$S" 60 "$STALL" server 10.47.0.1 7473 8 "$TMP/fl.never"
+  bgA "$S" 90 "$STALL" server 10.47.0.1 7473 8 "$TMP/fl.never"
   wait_line "$S" LISTENING 100 || bad flood "server not listening: $(cat "$S")"
-  bgB "$C" 60 "$STALL" flood 10.47.0.1 7473 $FLOOD
-  wait_line "$S" "^REQ $FLOOD" 300 || bad flood "the server saw $(grep -c ^REQ "$S") of $FLOOD requests"
+  bgB "$C" 150 "$STALL" flood 10.47.0.1 7473 $FLOOD
+  wait_line "$S" "^REQ $FLOOD" 600 || bad flood "the server saw $(grep -c ^REQ "$S") of $FLOOD requests"
   rping_pair flood_rping 7474 10 || bad flood "rping failed while $FLOOD requests were pending"
   kill -9 "$(app_pid "$S")"
-  wait_line "$C" "^COUNT" 400
+  wait_line "$C" "^COUNT" 700
   wait "${BG_PIDS[-1]}"
   if grep -q "COUNT RDMA_CM_EVENT_REJECTED $FLOOD" "$C"; then
     echo "== flood: client $(grep COUNT "$C" | paste -sd ' ')" >>"$REPORT"
