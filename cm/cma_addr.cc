@@ -263,7 +263,16 @@ int Cma::Impl::resolve_addr(Id* id, const sockaddr* src, const sockaddr* dst, ui
   if (id->src.ss_family != dst->sa_family) return -EINVAL;
   std::memcpy(&id->dst, dst, cma::addr_size(dst));
   CmaRoute route{};
-  int r = host.resolve_route(reinterpret_cast<const sockaddr*>(&id->src), dst, timeout_ms, &route);
+  int r = 0;
+  if (cma::addr_loopback(id->dst)) {  // cma_resolve_loopback: to the id's own GID
+    if (!id->has_device && (r = bind_loopback(&id->sgid_index, &id->sgid))) return -r;
+    sockaddr_storage self = cma::gid_to_ip(id->sgid);
+    const sockaddr* s = reinterpret_cast<const sockaddr*>(&self);
+    r = host.resolve_route(s, s, timeout_ms, &route);
+    if (!r) route.src = id->src;  // the id keeps its loopback addresses
+  } else {
+    r = host.resolve_route(reinterpret_cast<const sockaddr*>(&id->src), dst, timeout_ms, &route);
+  }
   if (r && cma::addr_multicast(dst)) r = mcast_route(id, dst, &route);  // mckey's destination
   if (r < 0) r = -r;
   if (r == ETIMEDOUT) {  // the neighbour never answered: addr_handler's ADDR_ERROR

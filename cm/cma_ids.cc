@@ -112,6 +112,18 @@ uint32_t Cma::Impl::destroy(Id* id) {
   return reported;
 }
 
+// cma_bind_loopback: a loopback address is the host's but no port's; the id
+// takes the port's first GID (the kernel: GID index 0 of the first active
+// port), its address stays the loopback one. ENODEV if the port has none.
+int Cma::Impl::bind_loopback(uint8_t* sgid_index, Gid* sgid) {
+  sockaddr_storage any{};
+  any.ss_family = AF_INET6;  // the link-local GID, index 0 on a RoCE port
+  if (!host.local_address(reinterpret_cast<const sockaddr*>(&any), sgid_index, sgid)) return 0;
+  any.ss_family = AF_INET;
+  if (!host.local_address(reinterpret_cast<const sockaddr*>(&any), sgid_index, sgid)) return 0;
+  return ENODEV;
+}
+
 // rdma_bind_addr + cma_get_port.
 int Cma::Impl::bind(Id* id, const sockaddr* addr) {
   sockaddr_storage a{};
@@ -129,8 +141,10 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
     if (!ps) return -EPROTONOSUPPORT;
   } else if (!cma::addr_any(a)) {
     int r = host.local_address(reinterpret_cast<const sockaddr*>(&a), &sgid_index, &sgid);
-    // A loopback address is the host's, but no RDMA port has it (cma_acquire_dev_by_src_ip).
-    if (r) return cma::addr_loopback(a) ? -ENODEV : -(r > 0 ? r : -r);
+    // A loopback address is the host's but no port's: the bind succeeds with no
+    // device, as an any-address one (QUERY says node_guid 0, so librdmacm leaves
+    // id->verbs NULL); listen and resolve attach it (cma_bind_loopback).
+    if (r && !cma::addr_loopback(a)) return -(r > 0 ? r : -r);
   }
   // Without the option an IPv4 bind is AF-only, an IPv6 one not (bindv6only 0).
   bool afonly = id->afonly_set ? id->afonly : a.ss_family == AF_INET;
@@ -158,7 +172,7 @@ int Cma::Impl::bind(Id* id, const sockaddr* addr) {
   id->src = a;
   id->dst = sockaddr_storage{};
   id->dst.ss_family = a.ss_family;
-  id->has_device = !cma::addr_any(a) && a.ss_family != cma::kAfIb;
+  id->has_device = !cma::addr_any(a) && !cma::addr_loopback(a) && a.ss_family != cma::kAfIb;
   id->sgid_index = sgid_index;
   id->sgid = sgid;
   ports[port_key(ps, port)].push_back(id->handle);

@@ -153,6 +153,7 @@ struct Cma::Impl {
   Id* create(ChannelId channel, ClientId client, uint64_t uid, uint16_t ps, uint8_t qp_type);
   uint32_t destroy(Id* id);  // returns events_reported
   int bind(Id* id, const sockaddr* addr);
+  int bind_loopback(uint8_t* sgid_index, Gid* sgid);
   void release_port(Id* id);
   int cmd_create_id(ChannelId ch, const void* in, size_t in_len, void* out, size_t out_len);
   int cmd_destroy_id(ChannelId ch, const void* in, size_t in_len, void* out, size_t out_len);

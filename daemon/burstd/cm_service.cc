@@ -265,6 +265,10 @@ int CmService::resolve_uncached(const net::Gid& dgid, int* index, net::MacAddr* 
   }
   if (*index < 0) *index = first_gid_of_family(info.gids, net::gid_family(dgid));
   if (*index < 0) return EADDRNOTAVAIL;
+  if (index_of(info.gids, dgid) >= 0) {
+    *dmac = info.mac;  // one of the port's own GIDs (rdma_cm's loopback): no neighbour
+    return 0;
+  }
   std::string message;
   const int wait_ms = static_cast<int>(timeout_ms == 0 || timeout_ms > 5000 ? 5000 : timeout_ms);
   if (int e = device_.resolve_dmac(dgid, wait_ms, dmac, &message); e != 0) {
