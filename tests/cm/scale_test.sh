@@ -14,6 +14,7 @@
 #    burstd. After: no QP, no cma id, fds back to the count before.
 # Usage: scale_test.sh BURSTCTL BURSTD
 # SCALE_CONNS (2000), SCALE_CYCLES (200), SCALE_HOLD_S (10), BURSTD_WORKERS (2),
+# SCALE_PAIRS (1: ucmatose pairs sharing SCALE_CONNS, each on its own port),
 # SCALE_QPS_PER_WORKER (burstd's qps_per_worker; default: enough for SCALE_CONNS).
 # Exit: 0 pass, 1 fail, 77 skipped.
 set -uo pipefail
@@ -87,29 +88,65 @@ ms_of() {  # CMD...: wall milliseconds
 # ---- 1. N connections held
 log "hold: ucmatose -c $N -C 1"
 snapshot "before-hold"
+C0=$(cpu_ticks "$PID_A")
+sleep "$HOLD_S"
+IDLE0_MS=$((($(cpu_ticks "$PID_A") - C0) * 1000 / $(getconf CLK_TCK)))
 RSS0=$(rss_kb "$PID_A")
 FD0=$(nfds "$PID_A")
 T=$((120 + N / 20))
-nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 \
-  --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" stdbuf -oL -eL ucmatose -c "$N" -C 1 \
-  >"$TMP/hold.server" 2>&1 &
-SPID=$!
-BG_PIDS+=("$SPID")
+# PAIRS ucmatose pairs of N/PAIRS connections each, on ports 7471...: one
+# rdma_cm channel handles its events one at a time, and with thousands in
+# flight on a loaded machine its RTUs come later than the server's CM waits.
+PAIRS=${SCALE_PAIRS:-1}
+PER=$((N / PAIRS))
+SPIDS=() CPIDS=()
+for ((k = 0; k < PAIRS; k++)); do
+  port=$((7471 + k))
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" stdbuf -oL -eL ucmatose -c "$PER" -C 1 -p "$port" \
+    >"$TMP/hold.server.$k" 2>&1 &
+  SPIDS+=($!)
+  BG_PIDS+=($!)
+done
 sleep 1
-brun_in "$NB" b0 "$TMP/b.sock" "$T" stdbuf -oL -eL ucmatose -c "$N" -C 1 -s 10.48.0.1 \
-  >"$TMP/hold.client" 2>&1 &
-CPID=$!
-BG_PIDS+=("$CPID")
-if wait_for "$TMP/hold.client" "receiving data transfers" "$T"; then
-  # The tools themselves (children of timeout / burstctl run) are stopped.
-  TOOLS=$( (ip netns pids "$NA"; ip netns pids "$NB") | xargs -r ps -o pid=,comm= -p |
-    awk '$2 == "ucmatose" {print $1}')
-  kill -STOP $TOOLS 2>/dev/null
+for ((k = 0; k < PAIRS; k++)); do
+  brun_in "$NB" b0 "$TMP/b.sock" "$T" stdbuf -oL -eL ucmatose -c "$PER" -C 1 -p $((7471 + k)) \
+    -s 10.48.0.1 >"$TMP/hold.client.$k" 2>&1 &
+  CPIDS+=($!)
+  BG_PIDS+=($!)
+done
+# tools_of PORT: the pids of the ucmatose pair on PORT (children of timeout / burstctl run).
+tools_of() {
+  (ip netns pids "$NA"; ip netns pids "$NB") | xargs -r ps -o pid=,args= -p |
+    awk -v p="-p $1" '$2 ~ /ucmatose$/ && index($0, p) {print $1}'
+}
+# Each pair is stopped (SIGSTOP) as soon as its client has every connection
+# (it prints "receiving data transfers"), before it could exchange data and
+# disconnect; then all of them are held together.
+stopped=0 TOOLS=""
+declare -A held=()
+for ((t = 0; t < T * 10 && stopped < PAIRS; t++)); do
+  for ((k = 0; k < PAIRS; k++)); do
+    [[ -n ${held[$k]:-} ]] && continue
+    if grep -q "receiving data transfers" "$TMP/hold.client.$k" 2>/dev/null; then
+      pids=$(tools_of $((7471 + k)))
+      kill -STOP $pids 2>/dev/null
+      TOOLS="$TOOLS $pids"
+      held[$k]=1
+      stopped=$((stopped + 1))
+    elif ! kill -0 "${CPIDS[$k]}" 2>/dev/null; then
+      held[$k]=failed
+      stopped=$((stopped + 1))
+    fi
+  done
+  sleep 0.1
+done
+if [[ $stopped -eq $PAIRS ]]; then
   sleep 1
   QPS=$(qp_count a)
   RSS1=$(rss_kb "$PID_A")
   FD1=$(nfds "$PID_A")
-  rep "held: burstd-a qps=$QPS rss_kb=$RSS0->$RSS1 fds=$FD0->$FD1" \
+  rep "held ($PAIRS x ucmatose -c $PER): burstd-a qps=$QPS rss_kb=$RSS0->$RSS1 fds=$FD0->$FD1" \
     "per QP: $(((RSS1 - RSS0) * 1024 / (QPS > 0 ? QPS : 1))) B RSS," \
     "$(awk -v a="$FD0" -v b="$FD1" -v q="$QPS" 'BEGIN {printf "%.2f", (b - a) / (q > 0 ? q : 1)}') fds"
   rep "held: burstctl qps (summary) $(ms_of "$BURSTCTL" --socket "$TMP/a.sock" qps) ms," \
@@ -117,26 +154,29 @@ if wait_for "$TMP/hold.client" "receiving data transfers" "$T"; then
   "$BURSTCTL" --socket "$TMP/a.sock" qps | head -5 | tee -a "$REPORT"
   C0A=$(cpu_ticks "$PID_A")
   C0B=$(cpu_ticks "$PID_B")
+  V0=$(counter a shm.sweep_visits)
   sleep "$HOLD_S"
   C1A=$(cpu_ticks "$PID_A")
   C1B=$(cpu_ticks "$PID_B")
   HZ=$(getconf CLK_TCK)
   rep "idle $QPS QPs for ${HOLD_S}s: burstd-a cpu $(((C1A - C0A) * 1000 / HZ)) ms," \
-    "burstd-b cpu $(((C1B - C0B) * 1000 / HZ)) ms"
-  rep "held: shm.sweeps=$(counter a shm.sweeps) shm.sweep_visits=$(counter a shm.sweep_visits)"
-  [[ ${QPS:-0} -ge $N ]] || FAILED+=("held-qps=$QPS")
+    "burstd-b cpu $(((C1B - C0B) * 1000 / HZ)) ms; burstd-a idle before any QP:" \
+    "$IDLE0_MS ms; sweep visits in the ${HOLD_S}s: $(($(counter a shm.sweep_visits) - V0))"
+  [[ ${QPS:-0} -ge $((PER * PAIRS)) ]] || FAILED+=("held-qps=$QPS")
   kill -CONT $TOOLS 2>/dev/null
 else
   FAILED+=(hold-connect)
 fi
-wait "$CPID"
-crc=$?
-wait "$SPID"
-src=$?
-if [[ $src -ne 0 || $crc -ne 0 ]]; then
-  tail -20 "$TMP/hold.server" "$TMP/hold.client"
-  FAILED+=("hold server=$src client=$crc")
-fi
+for ((k = 0; k < PAIRS; k++)); do
+  wait "${CPIDS[$k]}"
+  crc=$?
+  wait "${SPIDS[$k]}"
+  src=$?
+  if [[ $src -ne 0 || $crc -ne 0 ]]; then
+    tail -5 "$TMP/hold.server.$k" "$TMP/hold.client.$k"
+    FAILED+=("hold-$k server=$src client=$crc")
+  fi
+done
 snapshot "after-hold"
 
 # ---- 2. connect/disconnect cycles
