@@ -100,6 +100,16 @@ T=$((120 + N / 20))
 PAIRS=${SCALE_PAIRS:-1}
 PER=$((N / PAIRS))
 SPIDS=() CPIDS=()
+# tools_of PORT: the pids of the ucmatose pair on PORT (children of timeout / burstctl run).
+tools_of() {
+  (ip netns pids "$NA"; ip netns pids "$NB") | xargs -r ps -o pid=,args= -p |
+    awk -v p="-p $1" '$2 ~ /ucmatose$/ && index($0, p) {print $1}'
+}
+# One pair at a time (thousands of address resolutions at once outlast
+# ucmatose's 2 s timeout here); each is stopped (SIGSTOP) as soon as its client
+# has every connection (it prints "receiving data transfers"), before it could
+# exchange data and disconnect; then all of them are held together.
+stopped=0 TOOLS=""
 for ((k = 0; k < PAIRS; k++)); do
   port=$((7471 + k))
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$T" "$BURSTCTL" run --netdev a0 \
@@ -107,39 +117,23 @@ for ((k = 0; k < PAIRS; k++)); do
     >"$TMP/hold.server.$k" 2>&1 &
   SPIDS+=($!)
   BG_PIDS+=($!)
-done
-sleep 1
-for ((k = 0; k < PAIRS; k++)); do
-  brun_in "$NB" b0 "$TMP/b.sock" "$T" stdbuf -oL -eL ucmatose -c "$PER" -C 1 -p $((7471 + k)) \
+  sleep 1
+  brun_in "$NB" b0 "$TMP/b.sock" "$T" stdbuf -oL -eL ucmatose -c "$PER" -C 1 -p "$port" \
     -s 10.48.0.1 >"$TMP/hold.client.$k" 2>&1 &
   CPIDS+=($!)
   BG_PIDS+=($!)
-done
-# tools_of PORT: the pids of the ucmatose pair on PORT (children of timeout / burstctl run).
-tools_of() {
-  (ip netns pids "$NA"; ip netns pids "$NB") | xargs -r ps -o pid=,args= -p |
-    awk -v p="-p $1" '$2 ~ /ucmatose$/ && index($0, p) {print $1}'
-}
-# Each pair is stopped (SIGSTOP) as soon as its client has every connection
-# (it prints "receiving data transfers"), before it could exchange data and
-# disconnect; then all of them are held together.
-stopped=0 TOOLS=""
-declare -A held=()
-for ((t = 0; t < T * 10 && stopped < PAIRS; t++)); do
-  for ((k = 0; k < PAIRS; k++)); do
-    [[ -n ${held[$k]:-} ]] && continue
+  for ((t = 0; t < T * 10; t++)); do
     if grep -q "receiving data transfers" "$TMP/hold.client.$k" 2>/dev/null; then
-      pids=$(tools_of $((7471 + k)))
+      pids=$(tools_of "$port")
       kill -STOP $pids 2>/dev/null
       TOOLS="$TOOLS $pids"
-      held[$k]=1
       stopped=$((stopped + 1))
-    elif ! kill -0 "${CPIDS[$k]}" 2>/dev/null; then
-      held[$k]=failed
-      stopped=$((stopped + 1))
+      break
     fi
+    kill -0 "${CPIDS[$k]}" 2>/dev/null || break
+    sleep 0.1
   done
-  sleep 0.1
+  log "pair $k: $(qp_count a) QPs on burstd-a"
 done
 if [[ $stopped -eq $PAIRS ]]; then
   sleep 1
@@ -173,7 +167,7 @@ for ((k = 0; k < PAIRS; k++)); do
   wait "${SPIDS[$k]}"
   src=$?
   if [[ $src -ne 0 || $crc -ne 0 ]]; then
-    tail -5 "$TMP/hold.server.$k" "$TMP/hold.client.$k"
+    tail -n 5 "$TMP/hold.server.$k" "$TMP/hold.client.$k" 2>&1
     FAILED+=("hold-$k server=$src client=$crc")
   fi
 done
