@@ -23,7 +23,7 @@
  *                                       max_qp_init_rd_atom
  *   BURST_MAX_MSG_SIZE          2^31    port max_msg_sz                   Engine, shm decoder
  *   BURST_MAX_CQE               65535   max_cqe                           burstd create_cq
- *   BURST_MAX_PD                4096    max_pd                            MrTable
+ *   BURST_MAX_PD                65536   max_pd                            MrTable
  *   BURST_MAX_MR                65536   max_mr                            MrTable
  *   BURST_MAX_MW                65536   max_mw (one table with the MRs:   MrTable
  *                                       HELLO's max_mr stands for both)
@@ -59,7 +59,7 @@
 
 #define BURST_MAX_CQE 65535u  /* entries per CQ */
 
-#define BURST_MAX_PD 4096u
+#define BURST_MAX_PD 65536u /* as rxe (RXE_MAX_PD): ucmatose allocates one per connection */
 #define BURST_MAX_MR 65536u
 #define BURST_MAX_MW BURST_MAX_MR /* windows take entries of the MR table */
 #define BURST_MAX_MR_SIZE 0x10000000000ull /* bytes per registration: 1 TiB */

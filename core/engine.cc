@@ -370,7 +370,10 @@ void Engine::flush_cqes() {
   for (size_t i = 0; i < pending_.size(); ++i) {
     const PendingCqe p = pending_[i];  // by value: enter_error() may append
     CqSlot& slot = cqs_[p.cq_id];
-    if (slot.in_use && slot.cq.push(p.wc)) continue;
+    if (slot.in_use && slot.cq.push(p.wc)) {
+      ++cqes_pushed_;
+      continue;
+    }
     ++counters_.cq_overflows;
     Qp& qp = qps_[p.qp_index];
     if (qp.in_use && qp.qpn == p.qpn && qp.state != QpState::kErr) enter_error(qp);

@@ -142,6 +142,9 @@ class Engine {
   int poll_cq(uint32_t cq_id, Wc* wc, int max);
   bool cq_error(uint32_t cq_id) const;     // CQ overrun happened
   uint32_t cq_size(uint32_t cq_id) const;  // completions waiting to be polled (0 for a bad id)
+  // Completions ever pushed into this Engine's CQs: unchanged means no CQ has
+  // anything new (a consumer with many CQs looks at them only when it moves).
+  uint64_t cqes_pushed() const { return cqes_pushed_; }
 
   // Shared receive queues (owning thread; core/srq.cc). create_srq: kInvalid for
   // max_wr 0 or above kMaxSrqWr, max_sge above kMaxSrqSge, srq_limit above the
@@ -393,6 +396,7 @@ class Engine {
   } tx_stage_;
   uint32_t tx_stage_cap_ = kTxStageBytes;  // what the QP being built may still send now
   bool flushing_ = false;                  // inside flush_cqes() or handle_copy_failures()
+  uint64_t cqes_pushed_ = 0;               // completions pushed into cqs_ (owning worker)
   // handle_copy_failures() scratch (error path): the failed copies' tags, the
   // earliest per QP and side.
   std::vector<uint64_t> failed_copies_;

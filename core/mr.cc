@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "core/mr.h"
 
+#include <algorithm>
 #include <cstddef>
 
 namespace burst::core {
@@ -22,7 +23,10 @@ MrTable::MrTable(uint32_t max_mrs, uint32_t max_pds) {
 }
 
 uint32_t MrTable::alloc_pd() {
-  for (uint32_t i = 1; i < pds_.size(); ++i) {
+  // The lowest free PD, searched from the lowest that may be free (65536 PDs:
+  // no scan of the used ones on every allocation).
+  for (uint32_t i = pd_hint_; i < pds_.size(); ++i) {
+    pd_hint_ = i + 1;
     if (!pds_[i].in_use) {
       pds_[i] = Pd{true, 0};
       return i;
@@ -37,6 +41,7 @@ Status MrTable::dealloc_pd(uint32_t pd) {
   if (!pd_valid(pd)) return Errc::kNotFound;
   if (pds_[pd].refs != 0) return Errc::kBusy;
   pds_[pd].in_use = false;
+  pd_hint_ = std::min(pd_hint_, pd);
   return Status::Ok();
 }
 

@@ -172,6 +172,7 @@ class MrTable {
   std::vector<uint32_t> free_mrs_;   // free entry indices
   std::vector<uint8_t> generation_;  // per entry, survives dereg
   std::vector<Pd> pds_;              // index 0 unused
+  uint32_t pd_hint_ = 1;             // no free PD below this index
   uint32_t mr_count_ = 0;
   uint32_t mw_count_ = 0;
   uint64_t next_stamp_ = 0;  // last stamp handed out

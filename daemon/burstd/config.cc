@@ -179,6 +179,8 @@ constexpr Key kKeys[] = {
     {"backend", backend, "xdp, dpdk or loopback"},
     {"workers", u32<&Config::workers, 1, BURST_CTL_MAX_WORKERS>,
      "a number of worker threads, 1..64"},
+    {"qps_per_worker", u32<&Config::qps_per_worker, 1, 65'536>, "1..65536"},
+    {"cqs_per_worker", u32<&Config::cqs_per_worker, 1, 65'536>, "1..65536"},
     {"socket", text<&Config::socket_path, socket_path>, "an absolute path shorter than 108 bytes"},
     {"socket_mode", u32<&Config::socket_mode, 0, 0777, 8>, "an octal mode like 0666"},
     {"socket_owner", text<&Config::socket_owner, principal>, kPrincipal},

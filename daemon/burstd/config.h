@@ -6,6 +6,8 @@
 //   netdev = eth0            # the netdev that carries RoCE (xdp; dpdk on a kernel netdev)
 //   backend = xdp            # xdp | dpdk | loopback
 //   workers = 2              # worker threads (1..64)
+//   qps_per_worker = 1024    # QPs (and CQs) a worker holds, 1..65536: the table is
+//   cqs_per_worker = 1024    # allocated at start, ~1.9 KB per QP slot (docs/cm.md "Scale")
 //   socket = /run/burst/burstd.sock
 //   socket_mode = 0666       # who may connect (like /dev/infiniband/uverbs*: every local
 //                            # user; burstd reaches only memory a client handed over)
@@ -47,6 +49,7 @@
 #include <vector>
 
 #include "abi/burst_ctl_proto.h"
+#include "abi/burst_limits.h"
 
 namespace burst::burstd {
 
@@ -62,6 +65,8 @@ struct Config {
   std::string netdev;
   BackendKind backend = BackendKind::kXdp;
   uint32_t workers = 1;
+  uint32_t qps_per_worker = BURST_MAX_QP_PER_WORKER;  // HELLO's max_qp = this x workers
+  uint32_t cqs_per_worker = BURST_MAX_CQ_PER_WORKER;
   std::string socket_path = BURST_CTL_DEFAULT_SOCKET;
   uint32_t socket_mode = 0666;
   std::string socket_owner;  // empty: leave as created (burstd's own uid)

@@ -82,12 +82,14 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   info.worker_queues = pi.worker_queues;
 
   d->mrs_ = std::make_unique<core::MrTable>(BURST_MAX_MR, BURST_MAX_PD);
+  d->qps_per_worker_ = config.qps_per_worker;
+  d->cqs_per_worker_ = config.cqs_per_worker;
   WorkerOptions options;
   options.idle_sleep_max_us = config.idle_sleep_max_us;
   for (uint32_t w = 0; w < config.workers; ++w) {
     core::EngineConfig ec = d->port_->engine_config(w);
-    ec.max_qps = BURST_MAX_QP_PER_WORKER;
-    ec.max_cqs = BURST_MAX_CQ_PER_WORKER;
+    ec.max_qps = config.qps_per_worker;
+    ec.max_cqs = config.cqs_per_worker;
     ec.max_srqs = BURST_MAX_SRQ_PER_WORKER;
     ec.window_pkts = config.window_pkts;
     d->workers_.push_back(std::make_unique<PortWorker>(w, options, ec, *d->mrs_, *d->port_));

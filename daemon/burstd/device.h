@@ -67,6 +67,8 @@ class Device {
 
   const DeviceInfo& info() const { return info_; }
   uint32_t workers() const { return static_cast<uint32_t>(workers_.size()); }
+  uint32_t qps_per_worker() const { return qps_per_worker_; }  // config qps_per_worker
+  uint32_t cqs_per_worker() const { return cqs_per_worker_; }
   WorkerBase& worker(uint32_t i) { return *workers_[i]; }
   core::MrTable& mrs() { return *mrs_; }
   // QP1's MADs (control thread).
@@ -93,6 +95,8 @@ class Device {
 
   DeviceInfo info_;
   std::unique_ptr<core::MrTable> mrs_;
+  uint32_t qps_per_worker_ = BURST_MAX_QP_PER_WORKER;
+  uint32_t cqs_per_worker_ = BURST_MAX_CQ_PER_WORKER;
   std::unique_ptr<port::Port> port_;
   std::vector<std::unique_ptr<WorkerBase>> workers_;  // destroyed before port_
   std::unique_ptr<Gsi> gsi_;  // destroyed after the workers and the port (~Device)

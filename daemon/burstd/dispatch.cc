@@ -250,6 +250,9 @@ int op_hello(Call& c) {
   r->gid_count = static_cast<uint16_t>(ngids);
   for (size_t i = 0; i < ngids; ++i) std::memcpy(r->gids[i], info.gids[i].data(), 16);
   fill_limits(device.workers(), r);
+  r->max_qp = device.qps_per_worker() * device.workers();  // burstd.conf qps_per_worker
+  r->max_res_rd_atom = r->max_qp * BURST_MAX_RD_ATOMIC;
+  r->max_cq = device.cqs_per_worker();
   BURSTD_INFO("client %u: '%s' pid %d uid %u gid %u, protocol version %u", s.id, s.name.c_str(),
               static_cast<int>(s.pid), static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid),
               v);

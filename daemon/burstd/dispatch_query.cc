@@ -63,6 +63,7 @@ constexpr Field<PlaneCounters> kPlane[] = {{"shm.doorbells", &PlaneCounters::doo
                                            {"shm.ring_faults", &PlaneCounters::ring_faults},
                                            {"shm.cqes", &PlaneCounters::cqes},
                                            {"shm.sweeps", &PlaneCounters::sweeps},
+                                           {"shm.sweep_visits", &PlaneCounters::sweep_visits},
                                            {"shm.sweep_finds", &PlaneCounters::sweep_finds}};
 constexpr Field<shm::DoorbellStats> kDoorbell[] = {
     {"shm.doorbell_reclaimed", &shm::DoorbellStats::reclaimed},

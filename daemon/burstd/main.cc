@@ -8,6 +8,7 @@
 //
 // Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start (the reason is the
 // last line on stderr), 2 for a bad command line.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -35,6 +36,20 @@
 
 namespace burst::burstd {
 namespace {
+
+// Every QP holds its ring region's memfd (and each CQ its own): thousands of
+// connections need more descriptors than the usual soft limit of 1024. The
+// soft limit goes up to the hard one (no privilege needed); logged once.
+void raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  const rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+    BURSTD_INFO("descriptors: soft limit %llu raised to the hard limit %llu",
+                static_cast<unsigned long long>(was), static_cast<unsigned long long>(rl.rlim_max));
+  }
+}
 
 int fail(const std::string& msg) {
   BURSTD_ERROR("%s", msg.c_str());
@@ -151,6 +166,7 @@ int run(int argc, char** argv) {
   if (sock->replaced_stale())
     BURSTD_INFO("replaced the stale control socket %s", sock->path().c_str());
 
+  raise_fd_limit();
   std::unique_ptr<Device> device = Device::Open(config, &err);
   if (!device) return fail(err);
   BURSTD_INFO("%s", describe(*device).c_str());

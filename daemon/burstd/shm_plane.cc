@@ -16,7 +16,8 @@ constexpr uint32_t kIbvEventSrqErr = 14;         // IBV_EVENT_SRQ_ERR
 constexpr uint32_t kIbvEventSrqLimit = 15;       // IBV_EVENT_SRQ_LIMIT_REACHED
 constexpr uint32_t kIbvEventLastWqe = 16;        // IBV_EVENT_QP_LAST_WQE_REACHED
 constexpr uint32_t kEntriesPerVisit = 64;        // per ring per poll: fairness between QPs
-constexpr uint64_t kSweepIntervalNs = 1'000'000;  // look at every ring at least this often
+constexpr uint64_t kSweepIntervalNs = 1'000'000;  // one slice of the rings this often
+constexpr size_t kSweepQpsPerTick = 64;            // QPs per slice (bounded work per interval)
 constexpr uint32_t kCqeBatch = 64;
 
 }  // namespace
@@ -280,12 +281,35 @@ void ShmPlane::bind_qp(const ShmQpBinding& b) {
   q.b = b;
   q.sq = shm::RingConsumer(b.region, b.sq_offset, b.sq_geom);
   if (b.rq_offset != 0) q.rq = shm::RingConsumer(b.region, b.rq_offset, b.rq_geom);
-  qps_[b.qpn] = std::move(q);
+  auto [it, fresh] = qps_.insert_or_assign(b.qpn, std::move(q));
+  if (fresh) {
+    it->second.sweep_pos = static_cast<uint32_t>(sweep_qps_.size());
+    sweep_qps_.push_back(b.qpn);
+  } else {
+    it->second.sweep_pos = sweep_pos_of(b.qpn);
+  }
   const uint32_t need = std::max(b.sq_geom.entry_size, b.rq_geom.entry_size);
   if (copy_.size() < need) copy_.resize(need);
 }
 
-void ShmPlane::unbind_qp(uint32_t qpn) { qps_.erase(qpn); }
+uint32_t ShmPlane::sweep_pos_of(uint32_t qpn) const {
+  for (uint32_t i = 0; i < sweep_qps_.size(); ++i) {
+    if (sweep_qps_[i] == qpn) return i;
+  }
+  return 0;  // not reached: every bound QP is in the sweep order
+}
+
+void ShmPlane::unbind_qp(uint32_t qpn) {
+  auto it = qps_.find(qpn);
+  if (it == qps_.end()) return;
+  // Swap-remove from the sweep order: the last QP takes the freed position.
+  const uint32_t pos = it->second.sweep_pos;
+  const uint32_t last = sweep_qps_.back();
+  sweep_qps_[pos] = last;
+  qps_.find(last)->second.sweep_pos = pos;
+  sweep_qps_.pop_back();
+  qps_.erase(it);
+}
 
 void ShmPlane::bind_srq(const ShmSrqBinding& b) {
   SrqRing st;
@@ -479,29 +503,50 @@ bool ShmPlane::poll(core::Engine& engine, uint64_t now_ns) {
   }
   if (now_ns >= next_sweep_ns_ && (!qps_.empty() || !srqs_.empty())) {
     next_sweep_ns_ = now_ns + kSweepIntervalNs;
-    ++counters_.sweeps;
-    for (auto& [srqn, st] : srqs_) {
-      const bool found = drain_srq(engine, st);
-      counters_.sweep_finds += found ? 1 : 0;
-      worked |= found;
-    }
-    for (auto& [qpn, q] : qps_) {
-      const bool rq = drain_rq(engine, q);  // both rings, always
-      const bool found = drain_sq(engine, q) || rq;
-      counters_.sweep_finds += found ? 1 : 0;
-      worked |= found;
-    }
+    worked |= sweep(engine);
+  }
+  return worked;
+}
+
+// A bounded slice of the rings per interval (idle QPs must not cost a loop
+// O(QPs)): every SRQ (few), then up to kSweepQpsPerTick QPs from a cursor that
+// wraps, so every ring is looked at within ceil(QPs / kSweepQpsPerTick) intervals.
+bool ShmPlane::sweep(core::Engine& engine) {
+  bool worked = false;
+  ++counters_.sweeps;
+  for (auto& [srqn, st] : srqs_) {
+    const bool found = drain_srq(engine, st);
+    counters_.sweep_finds += found ? 1 : 0;
+    worked |= found;
+  }
+  const size_t visits = std::min<size_t>(sweep_qps_.size(), kSweepQpsPerTick);
+  for (size_t i = 0; i < visits; ++i) {
+    if (sweep_cursor_ >= sweep_qps_.size()) sweep_cursor_ = 0;
+    QpRings& q = qps_.find(sweep_qps_[sweep_cursor_++])->second;
+    const bool rq = drain_rq(engine, q);  // both rings, always
+    const bool found = drain_sq(engine, q) || rq;
+    counters_.sweep_finds += found ? 1 : 0;
+    counters_.sweep_visits += 1;
+    worked |= found;
   }
   return worked;
 }
 
 bool ShmPlane::deliver(core::Engine& engine) {
   engine_events(engine);
+  // Nothing completed since the last look and nothing left behind: no CQ to
+  // visit (an idle worker with thousands of CQs costs a load, not a scan).
+  const uint64_t pushed = engine.cqes_pushed();
+  if (pushed == cqes_seen_ && !cq_backlog_) return false;
+  cqes_seen_ = pushed;
+  cq_backlog_ = false;
   uint32_t moved = 0;
-  // Runs every loop: a CQ with nothing new costs a load, not its lock (other
-  // workers feeding the same CQ take it too).
+  // A CQ with nothing new costs a load, not its lock (other workers feeding
+  // the same CQ take it too).
   for (auto& [shard, cq] : cqs_) {
-    if (engine.cq_size(shard) != 0) moved += cq->deliver(engine, shard);
+    if (engine.cq_size(shard) == 0) continue;
+    moved += cq->deliver(engine, shard);
+    cq_backlog_ |= engine.cq_size(shard) != 0;  // its ring was full: look again
   }
   counters_.cqes += moved;
   return moved != 0;

@@ -26,8 +26,9 @@
 // Everything read from shared memory is copied before use and validated
 // (shm/shm_ring.h, shm/wqe.h); a fault or a bad work request moves that QP to
 // the error state with an error completion and an IBV_EVENT_QP_FATAL, and the
-// daemon carries on. Doorbells are hints: a periodic sweep also looks at every
-// bound ring, so a lost or forged doorbell costs latency, never work.
+// daemon carries on. Doorbells are hints: a periodic sweep also looks at the
+// bound rings, a bounded slice per millisecond (every ring within
+// ceil(QPs / 64) ms), so a lost or forged doorbell costs latency, never work.
 #pragma once
 
 #include <atomic>
@@ -149,7 +150,8 @@ struct PlaneCounters {
   uint64_t bad_wqes = 0;        // entries that failed validation (QP to error)
   uint64_t ring_faults = 0;     // SQ/RQ index faults (QP to error)
   uint64_t cqes = 0;            // completions moved into CQ rings
-  uint64_t sweeps = 0;          // periodic looks at every ring
+  uint64_t sweeps = 0;          // periodic slices of the rings
+  uint64_t sweep_visits = 0;    // QPs those slices looked at
   uint64_t sweep_finds = 0;     // rings with work that no doorbell announced
 };
 
@@ -222,6 +224,7 @@ class ShmPlane {
     ShmQpBinding b;
     shm::RingConsumer sq, rq;
     bool failed = false;  // moved to error by the plane: rings no longer read
+    uint32_t sweep_pos = 0;  // index in sweep_qps_
   };
   struct SrqRing {
     ShmSrqBinding b;
@@ -229,6 +232,8 @@ class ShmPlane {
     bool failed = false;
   };
   bool drain_srq(core::Engine& engine, SrqRing& s);
+  bool sweep(core::Engine& engine);
+  uint32_t sweep_pos_of(uint32_t qpn) const;
   void engine_events(core::Engine& engine);
   // Worker thread: up to kEntriesPerVisit entries of one of q's rings, each
   // copied out and handed to post(entry); a bad one fails the QP.
@@ -247,6 +252,10 @@ class ShmPlane {
   std::vector<std::pair<uint32_t, ShmCq*>> cqs_;  // (Engine CQ shard, ring)
   std::vector<uint8_t> copy_;                     // one entry, copied out of a ring
   uint64_t next_sweep_ns_ = 0;
+  std::vector<uint32_t> sweep_qps_;  // bound QPNs in sweep order
+  size_t sweep_cursor_ = 0;          // next position of sweep_qps_ to look at
+  uint64_t cqes_seen_ = 0;           // engine.cqes_pushed() at the last CQ scan
+  bool cq_backlog_ = false;          // a CQ ring was full: completions still wait
   PlaneCounters counters_;
 };
 

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
        burst::tools::StatusView::kWorkers},
       {"counters", "transport counters, every drop reason by name",
        burst::tools::StatusView::kCounters},
-      {"qps", "every QP: worker, type, state, PSNs, owner", burst::tools::StatusView::kQps},
+      {"qps", "QPs: worker, type, state, PSNs, owner (the first 100; --all)", burst::tools::StatusView::kQps},
   };
   for (View& v : views) {
     v.cmd = app.add_subcommand(v.name, v.help);
@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   }
   views[3].cmd->add_option("--worker", status_opts.worker, "one worker instead of the sum");
   views[3].cmd->add_flag("--all", status_opts.all, "list zero counters too");
+  views[4].cmd->add_flag("--all", status_opts.all, "list every QP (default: the first 100 and the total)");
 
   try {
     app.parse(cli_argc, argv);

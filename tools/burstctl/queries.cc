@@ -289,17 +289,23 @@ int show_counters(Session& s, const StatusOptions& o) {
   return 0;
 }
 
+// The table lists this many QPs unless --all (or --json): thousands of lines
+// answer nobody; the total is always there.
+constexpr uint32_t kQpsShown = 100;
+
 int show_qps(Session& s, const StatusOptions& o) {
   std::vector<burst_ctl_qp_info> qps;
   uint32_t start = 0, total = 0;
+  const bool every = o.all || o.json;
   auto r = std::make_unique<burst_ctl_qps_resp>();
   for (int page = 0; page < 1024; ++page) {  // bounded: 512 QPs per page
     burst_ctl_query_qps_req req{};
     req.start_qpn = start;
+    req.max = every ? 0 : kQpsShown;
     if (!s.call(BURST_CTL_OP_QUERY_QPS, &req, r.get())) return 1;
     total = r->total;
     qps.insert(qps.end(), r->entries, r->entries + r->count);
-    if (r->next_qpn == 0 || r->next_qpn <= start) break;
+    if (!every || r->next_qpn == 0 || r->next_qpn <= start) break;
     start = r->next_qpn;
   }
   if (o.json) {
@@ -328,7 +334,11 @@ int show_qps(Session& s, const StatusOptions& o) {
            u(ctl::mtu_bytes(q.path_mtu)), u(q.pid), u(q.client_id)});
   }
   t.print();
-  std::printf("%u QPs\n", total);
+  if (qps.size() < total) {
+    std::printf("%u QPs (the first %zu listed; --all lists every one)\n", total, qps.size());
+  } else {
+    std::printf("%u QPs\n", total);
+  }
   return 0;
 }
 
