@@ -15,6 +15,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
 source "$HERE/../provider/lib_apps.sh"
+source "$HERE/lib_cm.sh"  # cm_pair, cm_want, cm_counters, cm_finish
 
 BURSTCTL=${1:?usage: fabric_test.sh BURSTCTL BURSTD [CASES...]}
 BURSTD=${2:?usage: fabric_test.sh BURSTCTL BURSTD [CASES...]}
@@ -47,79 +48,25 @@ inB ping -6 -c1 -W2 fd00:47::1 >/dev/null || fail "no IPv6 connectivity over the
 netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "in $NA" --backend xdp --netdev a0
 netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "in $NB" --backend xdp --netdev b0
 
-FAILED=()
-want() {
-  [[ ${#CASES[@]} -eq 0 ]] && return 0
-  local c
-  for c in "${CASES[@]}"; do [[ $c == "$1" ]] && return 0; done
-  return 1
-}
-
-counters_cm() {
-  local side
-  for side in a b; do
-    echo "=== burstd $side: $("$BURSTCTL" --socket "$TMP/$side.sock" counters 2>&1 |
-      grep -E "^ *(cm|cma|gsi)\." | tr -s ' ' | paste -sd ' ')"
-  done
-}
-
-# pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
-# client in B, retried while the server is not listening yet; both exit 0.
-pair() {
-  local name=$1 t=$2
-  shift 2
-  want "$name" || return 0
-  local sargs=() cargs=()
-  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
-  shift
-  cargs=("$@")
-  log "$name: ${sargs[*]}  <->  ${cargs[*]}"
-  local so="$TMP/$name.server" co="$TMP/$name.client"
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" stdbuf -oL -eL "${sargs[@]}" >"$so" 2>&1 &
-  local spid=$!
-  BG_PIDS+=("$spid")
-  sleep 1
-  local crc=1
-  for _ in 1 2 3 4 5; do
-    brun_in "$NB" b0 "$TMP/b.sock" "$t" stdbuf -oL -eL "${cargs[@]}" >"$co" 2>&1
-    crc=$?
-    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected|Unexpected CM event" "$co" || break
-    sleep 1
-  done
-  wait "$spid"
-  local src=$?
-  if [[ $src -ne 0 || $crc -ne 0 ]]; then
-    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
-    counters_cm
-    FAILED+=("$name")
-    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
-    return 1
-  fi
-  { echo "== $name: pass"; grep -E "usec|ping data|^ *[0-9]+[kmKM]? +[0-9]" "$co" | head -6; } \
-    >>"$REPORT"
-  return 0
-}
-
 # RxM sizes its MSG CQ as (rx + tx size) x universe size = 65536 by default,
 # above burst's BURST_MAX_CQE (65535): ibv_create_cq says EINVAL (fi_enable
 # -22). A universe of 64 peers keeps it at 16384.
 if command -v fi_pingpong >/dev/null; then
-  pair rxm 90 env FI_UNIVERSE_SIZE=64 fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -- \
+  cm_pair rxm 90 env FI_UNIVERSE_SIZE=64 fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 -- \
     env FI_UNIVERSE_SIZE=64 fi_pingpong -p "verbs;ofi_rxm" -e rdm -I 100 10.47.0.1
-  pair msg 90 fi_pingpong -p verbs -e msg -I 100 -- fi_pingpong -p verbs -e msg -I 100 10.47.0.1
+  cm_pair msg 90 fi_pingpong -p verbs -e msg -I 100 -- fi_pingpong -p verbs -e msg -I 100 10.47.0.1
 else
   echo "rxm, msg SKIP (apt-get install libfabric-bin)" >>"$REPORT"
 fi
-pair rping6 60 rping -s -a fd00:47::1 -v -V -C 10 -- rping -c -v -V -C 10 -a fd00:47::1
+cm_pair rping6 60 rping -s -a fd00:47::1 -v -V -C 10 -- rping -c -v -V -C 10 -a fd00:47::1
 if [[ -n $LLA ]]; then
-  pair rping6ll 60 rping -s -a "$LLA%a0" -v -V -C 10 -- rping -c -v -V -C 10 -a "$LLA%b0"
+  cm_pair rping6ll 60 rping -s -a "$LLA%a0" -v -V -C 10 -- rping -c -v -V -C 10 -a "$LLA%b0"
 else
   FAILED+=(rping6ll)
   echo "rping6ll FAIL (a0 has no link-local address)" >>"$REPORT"
 fi
 
-if want leftovers; then
+if cm_want leftovers; then
   for side in a b; do
     "$BURSTCTL" --socket "$TMP/$side.sock" counters --all >"$TMP/counters-$side" 2>&1
     ids=$(awk '$1 == "cma.ids" {print $2}' "$TMP/counters-$side")
@@ -129,12 +76,4 @@ if want leftovers; then
   done
 fi
 
-echo "=== report"
-cat "$REPORT"
-for side in a b; do
-  if grep -q -E "AddressSanitizer|runtime error|terminate called" "$TMP/burstd-$side.log"; then
-    cat "$TMP/burstd-$side.log"
-    FAILED+=("burstd-$side")
-  fi
-done
-[[ ${#FAILED[@]} -eq 0 ]] || fail "failed: ${FAILED[*]}"
+cm_finish

@@ -21,6 +21,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
 source "$HERE/../provider/lib_apps.sh"
+source "$HERE/lib_cm.sh"  # cm_pair, cm_want, cm_counters, cm_finish
 
 BURSTCTL=${1:?usage: robust_test.sh BURSTCTL BURSTD CM_STALL [CASES...]}
 BURSTD=${2:?usage}
@@ -46,13 +47,6 @@ MAC_A=$(inA ip -o link show a0 | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "in $NA" --backend xdp --netdev a0
 netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "in $NB" --backend xdp --netdev b0
 
-FAILED=()
-want() {
-  [[ ${#CASES[@]} -eq 0 ]] && return 0
-  local c
-  for c in "${CASES[@]}"; do [[ $c == "$1" ]] && return 0; done
-  return 1
-}
 bad() { echo "$1 FAIL: $2" >>"$REPORT"; FAILED+=("$1"); }
 counter() { "$BURSTCTL" --socket "$TMP/$1.sock" counters --all 2>/dev/null | awk -v k="$2" '$1 == k {print $2}'; }
 cm_line() { "$BURSTCTL" --socket "$TMP/$1.sock" counters 2>&1 | grep -E "^ *(cm|cma)\." | tr -s ' ' | paste -sd ' '; }
@@ -117,7 +111,7 @@ rping_pair() {  # rping_pair NAME PORT COUNT: an rping pair must pass
   return 1
 }
 
-if want server_killed; then
+if cm_want server_killed; then
   log "server_killed"
   S=$TMP/sk.server C=$TMP/sk.client
   bgA "$S" 40 "$STALL" server 10.47.0.1 7471 8 "$TMP/sk.go"
@@ -137,7 +131,7 @@ if want server_killed; then
   clean server_killed
 fi
 
-if want client_killed; then
+if cm_want client_killed; then
   log "client_killed"
   S=$TMP/ck.server C=$TMP/ck.client
   bgA "$S" 40 "$STALL" server 10.47.0.1 7472 8 "$TMP/ck.go"
@@ -160,7 +154,7 @@ if want client_killed; then
 fi
 
 FLOOD=${CM_FLOOD:-64}
-if want flood; then
+if cm_want flood; then
   log "flood: $FLOOD connects to a listener that never accepts"
   S=$TMP/fl.server C=$TMP/fl.client
   bgA "$S" 90 "$STALL" server 10.47.0.1 7473 8 "$TMP/fl.never"
@@ -189,7 +183,7 @@ if want flood; then
   clean flood_inject
 fi
 
-if want forged; then
+if cm_want forged; then
   log "forged: REJs and DREQs with unknown comm IDs during an rping"
   bgA "$TMP/fo.rs" 90 rping -s -a 10.47.0.1 -p 7476 -C 300
   spid=${BG_PIDS[-1]}
@@ -219,12 +213,4 @@ if want forged; then
   clean forged
 fi
 
-echo "=== report"
-cat "$REPORT"
-for side in a b; do
-  if grep -q -E "AddressSanitizer|runtime error|terminate called" "$TMP/burstd-$side.log"; then
-    cat "$TMP/burstd-$side.log"
-    FAILED+=("burstd-$side")
-  fi
-done
-[[ ${#FAILED[@]} -eq 0 ]] || fail "failed: ${FAILED[*]}"
+cm_finish

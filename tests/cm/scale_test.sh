@@ -21,6 +21,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
 source "$HERE/../provider/lib_apps.sh"
+source "$HERE/lib_cm.sh"  # cm_pair, cm_want, cm_counters, cm_finish
 
 BURSTCTL=${1:?usage: scale_test.sh BURSTCTL BURSTD}
 BURSTD=${2:?usage: scale_test.sh BURSTCTL BURSTD}
@@ -208,13 +209,4 @@ for side in a b; do
 done
 [[ $(nfds "$PID_A") -le $FDC0 && $(nfds "$PID_B") -le $FDC0B ]] || FAILED+=(fds)
 
-echo "=== report"
-cat "$REPORT"
-for side in a b; do
-  if grep -q -E "AddressSanitizer|runtime error|terminate called" "$TMP/burstd-$side.log"; then
-    cat "$TMP/burstd-$side.log"
-    FAILED+=("burstd-$side")
-  fi
-done
-[[ ${#FAILED[@]} -eq 0 ]] || fail "failed: ${FAILED[*]}"
-echo "PASS"
+cm_finish

@@ -18,6 +18,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../netns/lib.sh"
 source "$HERE/../provider/lib_apps.sh"
+source "$HERE/lib_cm.sh"  # cm_pair, cm_want, cm_counters, cm_finish
 
 BURSTCTL=${1:?usage: ucma_test.sh BURSTCTL BURSTD [CASES...]}
 BURSTD=${2:?usage: ucma_test.sh BURSTCTL BURSTD [CASES...]}
@@ -57,85 +58,32 @@ if grep -q -E "No RDMA devices|rdma_create_event_channel" "$TMP/probe"; then
   skip "burstd has no connection manager (rdma_create_event_channel fails: built without cm/)"
 fi
 
-FAILED=()
-want() {
-  [[ ${#CASES[@]} -eq 0 ]] && return 0
-  local c
-  for c in "${CASES[@]}"; do [[ $c == "$1" ]] && return 0; done
-  return 1
-}
-
-# ucma_pair NAME SECONDS SERVER-ARGS... -- CLIENT-ARGS...: server in A (background),
-# client in B (10.47.0.1 appended), retried while the server is not listening
-# yet (REJECTED / connection refused / UD: UNREACHABLE status 1); both must exit 0.
-ucma_pair() {
-  local name=$1 t=$2
-  shift 2
-  want "$name" || return 0
-  local sargs=() cargs=()
-  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
-  shift
-  cargs=("$@")
-  log "$name: ${sargs[*]}  <->  ${cargs[*]} 10.47.0.1"
-  local so="$TMP/$name.server" co="$TMP/$name.client"
-  # Line-buffered: a tool killed by its timeout still shows how far it got.
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout "$t" "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" stdbuf -oL -eL "${sargs[@]}" >"$so" 2>&1 &
-  local spid=$!
-  BG_PIDS+=("$spid")
-  sleep 1
-  local crc=1
-  for _ in 1 2 3 4 5; do
-    brun_in "$NB" b0 "$TMP/b.sock" "$t" stdbuf -oL -eL "${cargs[@]}" 10.47.0.1 >"$co" 2>&1
-    crc=$?
-    # Not listening yet: REJ (RC), or a SIDR_REP "no such service" (UD: UNREACHABLE, status 1).
-    [[ $crc -ne 0 ]] && grep -q -E "REJECTED|refused|rejected|Unexpected CM event|UNREACHABLE, error: 1$" "$co" || break
-    sleep 1
-  done
-  wait "$spid"
-  local src=$?
-  if [[ $src -ne 0 || $crc -ne 0 ]]; then
-    echo "=== server ($src):"; cat "$so"; echo "=== client ($crc):"; cat "$co"
-    local side
-    for side in a b; do
-      echo "=== burstd $side: $("$BURSTCTL" --socket "$TMP/$side.sock" counters 2>&1 |
-        grep -E "^ *(cm|cma|gsi)\." | tr -s ' ' | paste -sd ' ')"
-    done
-    FAILED+=("$name")
-    echo "$name FAIL server=$src client=$crc" >>"$REPORT"
-    return 1
-  fi
-  {
-    echo "== $name: ${sargs[*]}  <->  ${cargs[*]} 10.47.0.1"
-    grep -E "$PAIR_REPORT_RE" "$co" | head -"$PAIR_REPORT_LINES"
-  } >>"$REPORT"
-  return 0
-}
-PAIR_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0|^custom| =[0-9]+ "
-PAIR_REPORT_LINES=12
+CM_CLIENT_ADDR=10.47.0.1
+CM_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0|^custom| =[0-9]+ "
+CM_REPORT_LINES=12
 
 # rping: -V checks every ping's data on both sides, -v prints it.
-ucma_pair rping 60 rping -s -a 10.47.0.1 -v -V -C 10 -- rping -c -v -V -C 10 -a
-ucma_pair ucmatose 60 ucmatose -C 10 -- ucmatose -C 10 -s
-ucma_pair udaddy 60 udaddy -C 10 -- udaddy -C 10 -s
-ucma_pair rdma_server 60 rdma_server -- rdma_client -s
-ucma_pair ib_write_bw 90 ib_write_bw -R -d burst0 -n 1000 -- ib_write_bw -R -d burst0 -n 1000
-ucma_pair ib_send_lat 90 ib_send_lat -R -d burst0 -n 1000 -- ib_send_lat -R -d burst0 -n 1000
+cm_pair rping 60 rping -s -a 10.47.0.1 -v -V -C 10 -- rping -c -v -V -C 10 -a
+cm_pair ucmatose 60 ucmatose -C 10 -- ucmatose -C 10 -s
+cm_pair udaddy 60 udaddy -C 10 -- udaddy -C 10 -s
+cm_pair rdma_server 60 rdma_server -- rdma_client -s
+cm_pair ib_write_bw 90 ib_write_bw -R -d burst0 -n 1000 -- ib_write_bw -R -d burst0 -n 1000
+cm_pair ib_send_lat 90 ib_send_lat -R -d burst0 -n 1000 -- ib_send_lat -R -d burst0 -n 1000
 
 # rsockets over rdma_cm (librdmacm's own streams; -S all takes minutes here).
-ucma_pair rstream 60 rstream -b 10.47.0.1 -C 1000 -S 4096 -- rstream -C 1000 -S 4096 -s
-ucma_pair riostream 60 riostream -b 10.47.0.1 -C 1000 -S 4096 -- riostream -C 1000 -S 4096 -s
+cm_pair rstream 60 rstream -b 10.47.0.1 -C 1000 -S 4096 -- rstream -C 1000 -S 4096 -s
+cm_pair riostream 60 riostream -b 10.47.0.1 -C 1000 -S 4096 -- riostream -C 1000 -S 4096 -s
 # libfabric's verbs provider opens an rdma_cm event channel even for datagram
 # endpoints (it failed at fi_eq_open before the relay). Optional tool.
 if command -v fi_pingpong >/dev/null; then
-  ucma_pair fi_pingpong_dgram 60 fi_pingpong -p verbs -e dgram -d burst0-dgram -I 100 -- \
+  cm_pair fi_pingpong_dgram 60 fi_pingpong -p verbs -e dgram -d burst0-dgram -I 100 -- \
     fi_pingpong -p verbs -e dgram -d burst0-dgram -I 100
 else
   echo "fi_pingpong_dgram SKIP (apt-get install libfabric-bin)" >>"$REPORT"
 fi
 # qperf -cm1: RC through rdma_cm (qperf cannot use RoCE without it). The
 # server runs until it is killed. Optional tool.
-if want qperf && command -v qperf >/dev/null; then
+if cm_want qperf && command -v qperf >/dev/null; then
   log "qperf: qperf  <->  qperf -cm1 10.47.0.1 rc_bw rc_lat"
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" timeout 60 "$BURSTCTL" run --netdev a0 \
     --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" qperf >"$TMP/qperf.server" 2>&1 &
@@ -153,13 +101,13 @@ if want qperf && command -v qperf >/dev/null; then
   fi
   kill "$qpid" 2>/dev/null
   wait "$qpid" 2>/dev/null
-elif want qperf; then
+elif cm_want qperf; then
   echo "qperf SKIP (apt-get install qperf)" >>"$REPORT"
 fi
 
 # Nobody listens on port 9: the peer's CM rejects the REQ (IBA: invalid
 # service ID), well before the connect could time out.
-if want reject; then
+if cm_want reject; then
   log "reject: rping -c to a port nobody listens on"
   T=20
   runB rping -c -a 10.47.0.1 -p 9 -C 1 -v >"$TMP/reject" 2>&1
@@ -174,7 +122,7 @@ fi
 
 # Every application has exited: neither burstd holds an rdma_cm id or a
 # channel (the sessions' teardown destroyed whatever was left).
-if want leftovers; then
+if cm_want leftovers; then
   log "leftovers: cma.ids and cma.channels back to 0 on both burstd"
   for side in a b; do
     "$BURSTCTL" --socket "$TMP/$side.sock" counters --all >"$TMP/counters-$side" 2>&1
@@ -190,13 +138,4 @@ if want leftovers; then
   done
 fi
 
-echo "=== report"
-cat "$REPORT"
-for side in a b; do
-  if grep -q -E "AddressSanitizer|runtime error|terminate called" "$TMP/burstd-$side.log"; then
-    cat "$TMP/burstd-$side.log"
-    FAILED+=("burstd-$side")
-  fi
-done
-[[ ${#FAILED[@]} -eq 0 ]] || fail "failed: ${FAILED[*]}"
-echo "PASS"
+cm_finish
