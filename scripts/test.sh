@@ -23,7 +23,8 @@ ctest --preset asan -j1 --timeout 1800 -LE slow
 
 echo "== libFuzzer targets (bounded runs)"
 cmake --preset fuzz
-cmake --build build/fuzz -j"$JOBS" --target pcap_to_seeds fuzz_parse_frame fuzz_engine_rx ctl_dispatch_seeds fuzz_ctl_dispatch
+cmake --build build/fuzz -j"$JOBS" --target pcap_to_seeds fuzz_parse_frame fuzz_engine_rx ctl_dispatch_seeds fuzz_ctl_dispatch \
+  fuzz_ib_cm
 ctest --test-dir build/fuzz -L fuzz --output-on-failure --timeout 300
 
 echo "== all tests passed"
