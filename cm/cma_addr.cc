@@ -168,6 +168,12 @@ void write_cma_hdr(const Id& id, uint8_t* out) {
   }
 }
 
+uint8_t write_request_private(const Id& id, const uint8_t* user, uint8_t len, uint8_t* out) {
+  write_cma_hdr(id, out);
+  std::memcpy(out + kCmaHdrSize, user, len);
+  return static_cast<uint8_t>(kCmaHdrSize + len);
+}
+
 bool read_cma_hdr(const uint8_t* in, sockaddr_storage* src, sockaddr_storage* dst) {
   *src = sockaddr_storage{};
   *dst = sockaddr_storage{};

@@ -64,32 +64,38 @@ int Cma::Impl::connect_rc(Id* id, const rdma_ucm_conn_param& p) {
   r.rnr_retry_count = std::min<uint8_t>(7, p.rnr_retry_count);
   r.flow_control = p.flow_control != 0;
   r.srq = p.srq != 0;
-  cma::write_cma_hdr(*id, r.private_data.data());
-  std::memcpy(r.private_data.data() + cma::kCmaHdrSize, p.private_data, p.private_data_len);
-  r.private_data_len = static_cast<uint8_t>(cma::kCmaHdrSize + p.private_data_len);
-  CmHandle h = ib.create_id(id->handle);
+  r.private_data_len = cma::write_request_private(*id, p.private_data, p.private_data_len,
+                                                  r.private_data.data());
+  const CmHandle h = start_active(id, r.qpn);
   if (h == kNoCmHandle) return -ENOMEM;
-  // The id is connecting before the REQ goes out: IbCm may report from inside the call.
-  by_cm[h] = id->handle;
-  id->cm = h;
-  id->state = State::kConnect;
-  id->active = true;
-  id->qp_num = r.qpn;
   id->srq = r.srq;
   id->responder_resources = r.responder_resources;
   id->initiator_depth = r.initiator_depth;
   id->retry_count = r.retry_count;
   id->rnr_retry_count = r.rnr_retry_count;
   id->ack_timeout_qp = static_cast<uint8_t>(id->path.packet_life_time + 1);
-  if (int rc = ib.send_req(h, r)) {
-    by_cm.erase(h);
-    id->cm = kNoCmHandle;
-    id->state = State::kRouteResolved;
-    id->active = false;
-    ib.destroy_id(h);
-    return -(rc > 0 ? rc : -rc);
-  }
+  if (int rc = ib.send_req(h, r)) return fail_active(id, h, rc);
   return 0;
+}
+
+CmHandle Cma::Impl::start_active(Id* id, uint32_t qp_num) {
+  const CmHandle h = ib.create_id(id->handle);
+  if (h == kNoCmHandle) return h;
+  by_cm[h] = id->handle;
+  id->cm = h;
+  id->state = State::kConnect;
+  id->active = true;
+  id->qp_num = qp_num;
+  return h;
+}
+
+int Cma::Impl::fail_active(Id* id, CmHandle h, int rc) {
+  by_cm.erase(h);
+  id->cm = kNoCmHandle;
+  id->state = State::kRouteResolved;
+  id->active = false;
+  ib.destroy_id(h);
+  return -(rc > 0 ? rc : -rc);
 }
 
 int Cma::Impl::cmd_listen(ChannelId ch, const void* in, size_t, void*, size_t) {

@@ -187,6 +187,12 @@ struct Cma::Impl {
 
   // cma_ud.cc
   int connect_ud(Id* id, const rdma_ucm_conn_param& p);
+  // The active side of a REQ or SIDR_REQ: an IbCm id mapped to `id`, which is
+  // connecting before the MAD goes out (IbCm may report from inside the send);
+  // kNoCmHandle when IbCm has no id left. fail_active undoes it after a failed
+  // send and returns the send's error as -errno.
+  CmHandle start_active(Id* id, uint32_t qp_num);
+  int fail_active(Id* id, CmHandle h, int rc);
   int accept_ud(Id* id, const rdma_ucm_conn_param* p);
   int reject_ud(Id* id, const uint8_t* data, uint8_t len);
   int set_qkey(Id* id, uint32_t qkey);  // cma_set_qkey
@@ -234,6 +240,9 @@ bool addr_multicast(const sockaddr* a);
 bool addr_loopback(const sockaddr_storage& a);  // 127.0.0.0/8, ::1
 uint64_t service_id(uint16_t ps, uint16_t port);  // RDMA_IB_IP_PS_* | port
 void write_cma_hdr(const Id& id, uint8_t* out);  // the 36-byte cma_hdr
+// The private data of a REQ / SIDR_REQ: the cma_hdr, then the user's len bytes
+// (the caller checked len); returns the total length.
+uint8_t write_request_private(const Id& id, const uint8_t* user, uint8_t len, uint8_t* out);
 // Reads a cma_hdr: the peer's address (port from the header) into *src and
 // ours into *dst (port left 0). False when it is not a valid header.
 bool read_cma_hdr(const uint8_t* in, sockaddr_storage* src, sockaddr_storage* dst);

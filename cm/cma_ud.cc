@@ -40,25 +40,11 @@ int Cma::Impl::connect_ud(Id* id, const rdma_ucm_conn_param& p) {
   r.service_id = cma::service_id(id->ps, cma::addr_port(id->dst));
   r.timeout_ms_log2 = cma::kCmResponseTimeout - 8;  // 1 << 12 ms, as cma_resolve_ib_udp
   r.max_cm_retries = cma::kMaxCmRetries;
-  cma::write_cma_hdr(*id, r.private_data.data());
-  std::memcpy(r.private_data.data() + cma::kCmaHdrSize, p.private_data, p.private_data_len);
-  r.private_data_len = static_cast<uint8_t>(cma::kCmaHdrSize + p.private_data_len);
-  CmHandle h = ib.create_id(id->handle);
+  r.private_data_len = cma::write_request_private(*id, p.private_data, p.private_data_len,
+                                                  r.private_data.data());
+  const CmHandle h = start_active(id, p.qp_num & 0xFFFFFF);
   if (h == kNoCmHandle) return -ENOMEM;
-  // The id is connecting before the SIDR_REQ goes out: IbCm may report from inside the call.
-  by_cm[h] = id->handle;
-  id->cm = h;
-  id->state = State::kConnect;
-  id->active = true;
-  id->qp_num = p.qp_num & 0xFFFFFF;
-  if (int rc = ib.send_sidr_req(h, r)) {
-    by_cm.erase(h);
-    id->cm = kNoCmHandle;
-    id->state = State::kRouteResolved;
-    id->active = false;
-    ib.destroy_id(h);
-    return -(rc > 0 ? rc : -rc);
-  }
+  if (int rc = ib.send_sidr_req(h, r)) return fail_active(id, h, rc);
   return 0;
 }
 
