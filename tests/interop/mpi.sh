@@ -108,7 +108,7 @@ HF=$INTEROP_RUN/hostfile
 printf '%s slots=1\nvm1 slots=1\n' "$INTEROP_NS" >"$HF"
 # shellcheck disable=SC2054  # commas inside MCA values
 MCA=(--allow-run-as-root --hostfile "$HF" -np 2 --map-by node --mca plm_rsh_agent "$HERE/guestrsh.sh"
-  --mca oob_tcp_if_include "$INTEROP_SUBNET.0/24" --mca btl ^openib
+  --mca oob_tcp_if_include "$INTEROP_SUBNET.0/24" --mca btl ^openib --mca rtc_hwloc_vmhole none
   --mca pml_base_verbose 10 --mca opal_common_ucx_verbose 2 -x UCX_TLS=rc_v,self)
 mpirun_ns() {  # OUT ARGS...
   local out=$1
