@@ -43,10 +43,13 @@
 namespace burst::tools {
 
 struct RunOptions {
-  std::string netdev;    // empty: the only Ethernet interface that is up
+  std::string netdev;    // the burstd of this netdev only; empty: every burstd found
+                         // (with none found: the only Ethernet interface that is up)
   std::string root;      // empty: a private temporary directory
   std::string provider;  // empty: $BURST_PROVIDER, else the provider of this build
-  std::string socket;    // burstd's control socket; empty: $BURST_SOCKET as inherited
+  std::string socket;    // burstd's control socket; empty: $BURST_SOCKET as inherited, else
+                         // every burstd of the socket directory (discover.h)
+  std::string socket_dir;  // where to look for them; empty: $BURST_SOCKET_DIR, else /run/burst
   bool no_sysfs_mount = false;  // only SYSFS_PATH, /sys left as it is
   int traffic_class = -1;       // >= 0: tc/1/traffic_class "Global tclass=N" (UCX's default DSCP)
   std::vector<std::string> command;
