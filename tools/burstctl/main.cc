@@ -56,6 +56,9 @@ int main(int argc, char** argv) {
                   "only this burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
                   " (default: $" BURST_CTL_SOCKET_ENV
                   " as inherited, else every socket of the socket directory)");
+  run->add_option("--socket-dir", run_opts.socket_dir,
+                  "where to look for burstd sockets when --socket is not given (default: "
+                  "$BURST_SOCKET_DIR, else /run/burst)");
   run->add_flag("--no-sysfs-mount", run_opts.no_sysfs_mount,
                 "leave /sys as it is: only SYSFS_PATH readers (libibverbs) find the device, "
                 "not UCX, NCCL, Open MPI or Mooncake, which read /sys/class/infiniband");
@@ -117,7 +120,7 @@ int main(int argc, char** argv) {
     if (*run) {
       // `burstctl --socket PATH run ...` names the socket too.
       if (run_opts.socket.empty()) run_opts.socket = status_opts.socket;
-      run_opts.socket_dir = status_opts.socket_dir;
+      if (run_opts.socket_dir.empty()) run_opts.socket_dir = status_opts.socket_dir;
       return burst::tools::run_command(run_opts);
     }
     for (const View& v : views) {
