@@ -10,8 +10,9 @@
 #   - under `burstctl run` (no --netdev, no --socket) ibv_devices lists burst0
 #     and burst1, bound to m0 and m1 (gid_attrs/ndevs, burst_socket, the
 #     IPv4 GID of each), and ibv_devinfo -d burst1 answers;
-#   - `ibv_rc_pingpong -d burst1 -g 1` from H against P1 (server under
-#     `burstctl run --socket P1-SOCK`, netdev taken from its burstd) passes;
+#   - `ibv_rc_pingpong -d burst1 -g 1` and `ib_write_bw -d burst1 -x 1` (when
+#     perftest is installed) from H against P1 (server under `burstctl run
+#     --socket P1-SOCK`, netdev taken from its burstd) pass;
 #   - `burstctl run` without --netdev works with one burstd while both
 #     Ethernet interfaces are up (a socket directory holding only m1's socket,
 #     and --socket alone): burst0 is m1;
@@ -129,26 +130,44 @@ check "devinfo burst1" "$TMP/devinfo1" $'^hca_id:\tburst1$'
 check "devinfo burst1" "$TMP/devinfo1" 'GID\[  1\]:[[:space:]]+::ffff:10\.46\.1\.1, RoCE v2'
 grep "^burst: " "$TMP/devinfo1" && fail "the provider warned (netdev mismatch?)"
 
+# pair_p1 NAME SERVER-ARGS... -- CLIENT-ARGS...: the server in P1 under `burstctl run
+# --socket P1-SOCK` (no --netdev: p1 from HELLO), the client in H under `burstctl run`
+# with the socket directory RUN against 10.46.1.2; both must exit 0.
+pair_p1() {
+  local name=$1 sargs=() cargs=() spid rc attempt
+  shift
+  while [[ $1 != -- ]]; do sargs+=("$1"); shift; done
+  shift
+  cargs=("$@")
+  for attempt in 1 2 3; do  # a client that came before the server listened: again
+    nsenter --net=/run/netns/"$NB" env -u BURST_SOCKET TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" \
+      run --socket "$TMP/p1.sock" -- "${CMD_ENV[@]}" "${sargs[@]}" >"$TMP/$name-server" 2>&1 &
+    spid=$!
+    BG_PIDS+=("$spid")
+    sleep 1
+    hrun --socket-dir "$RUN" -- "${cargs[@]}" 10.46.1.2 >"$TMP/$name-client" 2>&1
+    rc=$?
+    [[ $rc -eq 0 ]] && break
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    grep -Eqi "couldn't connect|unable to (connect|open)" "$TMP/$name-client" || break
+  done
+  cat "$TMP/$name-client"
+  [[ $rc -eq 0 ]] || { cat "$TMP/$name-server"; fail "$name: the client exited $rc"; }
+  wait "$spid" || { cat "$TMP/$name-server"; fail "$name: the server in P1 failed"; }
+}
+
 log "ibv_rc_pingpong -d burst1 -g 1 against the peer behind m1"
-nsenter --net=/run/netns/"$NB" env -u BURST_SOCKET TMPDIR="$TMP/tmpdir" timeout 60 "$BURSTCTL" \
-  run --socket "$TMP/p1.sock" -- "${CMD_ENV[@]}" ibv_rc_pingpong -d burst0 -g 1 -n 200 \
-  >"$TMP/pp-server" 2>&1 &
-SPID=$!
-BG_PIDS+=("$SPID")
-sleep 1
-rc=1
-for attempt in 1 2 3; do  # the server may still be starting
-  hrun --socket-dir "$RUN" -- ibv_rc_pingpong -d burst1 -g 1 -n 200 10.46.1.2 >"$TMP/pp-client" 2>&1
-  rc=$?
-  [[ $rc -eq 0 ]] && break
-  grep -q "Couldn't connect" "$TMP/pp-client" || break
-  sleep 1
-done
-cat "$TMP/pp-client"
-[[ $rc -eq 0 ]] || { cat "$TMP/pp-server"; fail "ibv_rc_pingpong -d burst1 exited $rc"; }
-wait "$SPID" || { cat "$TMP/pp-server"; fail "the ibv_rc_pingpong server in P1 failed"; }
-check "pingpong" "$TMP/pp-client" 'bytes in .* seconds'
-cat "$TMP/pp-server"
+pair_p1 pingpong ibv_rc_pingpong -d burst0 -g 1 -n 200 -- ibv_rc_pingpong -d burst1 -g 1 -n 200
+check "pingpong" "$TMP/pingpong-client" 'bytes in .* seconds'
+
+if command -v ib_write_bw >/dev/null; then
+  log "ib_write_bw -d burst1 -x 1 against the peer behind m1"
+  pair_p1 write_bw ib_write_bw -d burst0 -x 1 -F -n 500 -- ib_write_bw -d burst1 -x 1 -F -n 500
+  check "ib_write_bw" "$TMP/write_bw-client" '^ *65536 +500 +'
+else
+  log "ib_write_bw: perftest not installed, not run"
+fi
 
 log "one burstd, two Ethernet interfaces up: burstctl run without --netdev"
 hrun --socket-dir "$TMP/one" -- sh -c 'cat /sys/class/infiniband/burst0/ports/1/gid_attrs/ndevs/0;
