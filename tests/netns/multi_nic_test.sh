@@ -16,7 +16,9 @@
 #   - `burstctl run` without --netdev works with one burstd while both
 #     Ethernet interfaces are up (a socket directory holding only m1's socket,
 #     and --socket alone): burst0 is m1;
-#   - --netdev m1 restricts the run to m1's burstd (burst0 = m1).
+#   - --netdev m1 restricts the run to m1's burstd (burst0 = m1);
+#   - `burstctl status` without --socket takes the directory's only socket, and
+#     with several asks for --socket, naming them.
 # Usage: multi_nic_test.sh BURSTCTL BURSTD
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
@@ -180,6 +182,17 @@ hrun --socket "$RUN/m1.sock" -- ibv_devinfo -d burst0 >"$TMP/sock.out" 2>&1 ||
 hrun --socket-dir "$RUN" --netdev m1 -- sh -c 'cat $SYSFS_PATH/class/infiniband/burst0/ports/1/gid_attrs/ndevs/0;
   ls $SYSFS_PATH/class/infiniband' >"$TMP/nd.out" 2>&1 || { cat "$TMP/nd.out"; fail "--netdev m1 failed"; }
 [[ $(tr '\n' ' ' <"$TMP/nd.out") == "m1 burst0 " ]] || { cat "$TMP/nd.out"; fail "--netdev m1 did not restrict to m1"; }
+
+log "burstctl status without --socket: the only socket of the directory, else a list"
+inA env -u BURST_SOCKET timeout 30 "$BURSTCTL" --socket-dir "$TMP/one" status >"$TMP/status1" 2>&1 ||
+  { cat "$TMP/status1"; fail "burstctl status with one socket in the directory failed"; }
+check "status" "$TMP/status1" '^device +burst0 on m1, port ACTIVE$'
+if inA env -u BURST_SOCKET timeout 30 "$BURSTCTL" --socket-dir "$RUN" status >"$TMP/status2" 2>&1; then
+  cat "$TMP/status2"
+  [[ -S /run/burst/burstd.sock ]] || fail "burstctl status chose one of several burstd"
+else
+  check "status" "$TMP/status2" "several burstd sockets in $RUN, choose one with --socket"
+fi
 
 log "PASS"
 exit 0

@@ -10,7 +10,8 @@
 //       state; with --socket (or $BURST_SOCKET) that one burstd in detail.
 //   burstctl [--socket PATH] status|workers|counters|qps [--json]
 //       what a running burstd reports (see queries.h); the socket defaults to
-//       $BURST_SOCKET, else /run/burst/burstd.sock.
+//       $BURST_SOCKET, else /run/burst/burstd.sock, else the only socket of the
+//       socket directory (several: burstctl names them and asks for --socket).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/burstctl/queries.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -387,15 +389,33 @@ int show_device_list(const StatusOptions& o) {
   return 0;
 }
 
+// No --socket, no $BURST_SOCKET: the default socket, else the only socket of the
+// socket directory (the service's /run/burst/NETDEV.sock); several: "" and a
+// message naming them.
+std::string implicit_socket(const StatusOptions& o) {
+  struct stat st;
+  if (stat(BURST_CTL_DEFAULT_SOCKET, &st) == 0) return BURST_CTL_DEFAULT_SOCKET;
+  const std::string dir = socket_dir(o.socket_dir);
+  const std::vector<std::string> socks = list_sockets(dir);
+  if (socks.size() == 1) return socks[0];
+  if (socks.empty()) return BURST_CTL_DEFAULT_SOCKET;  // the connect error says it all
+  std::string names;
+  for (const std::string& p : socks) names += "\n  " + p;
+  err("several burstd sockets in " + dir + ", choose one with --socket (burstctl devices lists "
+      "them):" + names);
+  return "";
+}
+
 }  // namespace
 
 int show_status(StatusView view, const StatusOptions& o) {
   const char* env = std::getenv(BURST_CTL_SOCKET_ENV);
-  if (view == StatusView::kDevices && o.socket.empty() && (env == nullptr || env[0] == '\0')) {
-    return show_device_list(o);
-  }
+  const bool implicit = o.socket.empty() && (env == nullptr || env[0] == '\0');
+  if (view == StatusView::kDevices && implicit) return show_device_list(o);
+  const std::string socket = implicit ? implicit_socket(o) : o.socket;
+  if (implicit && socket.empty()) return 1;
   Session s;
-  if (!s.open(o.socket)) return 1;
+  if (!s.open(socket)) return 1;
   switch (view) {
     case StatusView::kStatus:
       return show_status_view(s, o);
