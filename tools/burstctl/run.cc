@@ -304,6 +304,10 @@ Status choose_devices(const RunOptions& o, std::vector<RunDevice>* out) {
     if (o.netdev.empty() || b.netdev == o.netdev) out->push_back({b.netdev, b.socket});
   }
   if (!out->empty()) return Status::Ok();
+  if (!found.empty()) {
+    err("note: no burstd in " + socket_dir(o.socket_dir) + " serves " + o.netdev +
+        "; the provider uses $" BURST_CTL_SOCKET_ENV " or " BURST_CTL_DEFAULT_SOCKET);
+  }
   std::string netdev = o.netdev;
   if (netdev.empty()) {
     if (Status s = default_netdev(&netdev); !s.ok()) return s;
