@@ -29,6 +29,8 @@
  *   class/infiniband/burst0/ports/1/gid_attrs/ndevs/I  netdev name (used slots only)
  *   class/infiniband/burst0/ports/1/rate           "10 Gb/sec (1X QDR)" (the netdev's speed)
  *   class/infiniband/burst0/tc/1/traffic_class     "Global tclass=N" (only when configured)
+ *   class/infiniband/burst0/burst_socket           its burstd's control socket (burst only;
+ *                                                  several devices: one burstd each)
  *   class/misc/rdma_cm/abi_version                 "4"  (librdmacm; the node: burst_shim.h)
  *   class/misc/rdma_cm/dev                         "10:58"
  *
@@ -54,8 +56,8 @@
  * `burstctl run` shows the tree at /sys/class/infiniband{,_verbs} too, in a
  * private mount namespace (docs/sysfs.md), for consumers that ignore SYSFS_PATH.
  *
- * The provider reads the netdev name from ndevs/0 (the default GID's netdev)
- * and node_guid / sys_image_guid from their files.
+ * The provider reads the netdev name from ndevs/0 (the default GID's netdev),
+ * node_guid / sys_image_guid and burst_socket from their files.
  *
  * C-compatible; needs no RDMA headers.
  */
@@ -97,6 +99,9 @@
 /* The basename of devices/<ibdev>/driver (Open MPI: opal_common_ucx_devices). */
 #define BURST_DRIVER_NAME "burst"
 #define BURST_NETDEV_FILE "ports/1/gid_attrs/ndevs/0"
+/* The control socket of the burstd serving the device (absolute path), in the
+ * IB device's directory; absent: $BURST_SOCKET, else BURST_CTL_DEFAULT_SOCKET. */
+#define BURST_SOCKET_FILE "burst_socket"
 
 /* The most header bytes a RoCEv2 packet with a full MTU of payload carries
  * inside the netdev MTU: IPv6 40 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4

@@ -291,7 +291,8 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   // burstd owns every object: no context without it.
   burst_ctl_hello_resp hello{};
   char err[256];
-  const char* path = ctl_socket_path();
+  const Device* bdev = to_device(device);
+  const char* path = bdev->socket[0] != '\0' ? bdev->socket : ctl_socket_path();
   if (int e = ctl_open(&ctx->ctl, path, program_invocation_short_name, &hello, err, sizeof(err));
       e != 0) {
     report_open_failure(device->name, err);

@@ -24,6 +24,7 @@ namespace burst::provider {
 struct Device {
   verbs_device vdev;         // must be first: libibverbs hands back &vdev.device
   char netdev[IF_NAMESIZE];  // the port's netdev (sysfs ports/1/gid_attrs/ndevs/0), may be empty
+  char socket[108];          // its burstd's socket (sysfs burst_socket), "" = ctl_socket_path()
   uint64_t node_guid_be;     // as ibv_device_attr carries them (network order)
   uint64_t sys_image_guid_be;
 };

@@ -92,10 +92,13 @@ verbs_device* alloc_device(verbs_sysfs_dev* sysfs_dev) {
     dev->netdev[0] = '\0';
     debug_log("burst: %s/%s missing: the port reports DOWN", dir, BURST_NETDEV_FILE);
   }
+  if (read_attr(dir, BURST_SOCKET_FILE, dev->socket, sizeof(dev->socket)) <= 0) {
+    dev->socket[0] = '\0';  // $BURST_SOCKET, else the default socket
+  }
   dev->node_guid_be = read_guid_be(dir, "node_guid");
   dev->sys_image_guid_be = read_guid_be(dir, "sys_image_guid");
-  debug_log("burst: device %s (%s) on netdev '%s'", sysfs_dev->ibdev_name, sysfs_dev->sysfs_name,
-            dev->netdev);
+  debug_log("burst: device %s (%s) on netdev '%s', burstd at '%s'", sysfs_dev->ibdev_name,
+            sysfs_dev->sysfs_name, dev->netdev, dev->socket);
   return &dev->vdev;
 }
 

@@ -199,6 +199,31 @@ TEST_F(SysfsTree, TrafficClassWhenConfigured) {
   EXPECT_EQ(slurp(ib_ + "/tc/1/traffic_class"), "Global tclass=106\n");  // UCX master's sscanf
 }
 
+// Several devices in one tree (one burstd each, docs/devices.md): each its own
+// uverbs node and burst_socket, the first one untouched by the second.
+TEST_F(SysfsTree, SeveralDevicesEachWithItsBurstd) {
+  SysfsDevice a = describe_device(veth({"10.0.0.1"}, {}), "burst0", "uverbs0", root_ + "/nosys");
+  a.socket = "/run/burst/eth0.sock";
+  net::NetdevInfo nb = veth({"10.0.1.1"}, {});
+  nb.name = "eth1";
+  nb.ifindex = 8;
+  nb.mac[5] = 0x02;
+  SysfsDevice b = describe_device(nb, "burst1", "uverbs1", root_ + "/nosys");
+  b.socket = "/run/burst/eth1.sock";
+  ASSERT_TRUE(write_sysfs_tree(root_, a).ok());
+  ASSERT_TRUE(write_sysfs_tree(root_, b).ok());
+  EXPECT_EQ(slurp(ib_ + "/" BURST_SOCKET_FILE), "/run/burst/eth0.sock\n");
+  EXPECT_EQ(slurp(root_ + "/class/infiniband/burst1/" BURST_SOCKET_FILE), "/run/burst/eth1.sock\n");
+  EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/uverbs0/ibdev"), "burst0\n");
+  EXPECT_EQ(slurp(root_ + "/class/infiniband_verbs/uverbs1/ibdev"), "burst1\n");
+  EXPECT_EQ(slurp(root_ + "/class/infiniband/burst1/ports/1/gid_attrs/ndevs/0"), "eth1\n");
+  EXPECT_EQ(slurp(port_ + "/gid_attrs/ndevs/0"), a.netdev.name + "\n");
+  // No socket: no file (the provider then uses $BURST_SOCKET or the default).
+  a.socket.clear();
+  ASSERT_TRUE(write_sysfs_tree(root_, a).ok());
+  EXPECT_NE(access((ib_ + "/" BURST_SOCKET_FILE).c_str(), F_OK), 0);
+}
+
 TEST_F(SysfsTree, RootMustBeAbsolute) {
   SysfsDevice d = describe_device(veth({}, {}), "burst0", "uverbs0", root_ + "/nosys");
   EXPECT_EQ(write_sysfs_tree("relative/dir", d).code(), EINVAL);

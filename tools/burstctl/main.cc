@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // burstctl: the operator's tool for burst.
 //   burstctl run [--netdev IF] [--root DIR] [--provider PATH] [--socket PATH]
-//                [--no-sysfs-mount] [--traffic-class N] -- COMMAND [ARGS...]
-//       runs an unmodified verbs application with the burst device burst0
-//       visible on a kernel without RDMA support (see run.h).
-//   burstctl [--socket PATH] status|devices|workers|counters|qps [--json]
-//       what a running burstd reports (see status.h); the socket defaults to
-//       $BURST_SOCKET, else /run/burst/burstd.sock.
+//                [--socket-dir DIR] [--no-sysfs-mount] [--traffic-class N] -- COMMAND [ARGS...]
+//       runs an unmodified verbs application with the burst devices burst0,
+//       burst1, ... (one per burstd found, discover.h) visible on a kernel
+//       without RDMA support (see run.h).
+//   burstctl [--socket PATH] [--socket-dir DIR] devices [--json]
+//       every burstd of the socket directory: device, netdev, socket, backend,
+//       state; with --socket (or $BURST_SOCKET) that one burstd in detail.
+//   burstctl [--socket PATH] status|workers|counters|qps [--json]
+//       what a running burstd reports (see queries.h); the socket defaults to
+//       $BURST_SOCKET, else /run/burst/burstd.sock, else the only socket of the
+//       socket directory (several: burstctl names them and asks for --socket).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
@@ -37,9 +42,11 @@ int main(int argc, char** argv) {
 
   burst::tools::RunOptions run_opts;
   CLI::App* run =
-      app.add_subcommand("run", "run COMMAND with the burst device burst0 visible to libibverbs");
+      app.add_subcommand("run", "run COMMAND with the burst devices (burst0, burst1, ...: one per "
+                                "burstd) visible to libibverbs");
   run->add_option("--netdev", run_opts.netdev,
-                  "the port's network interface (default: the only Ethernet interface up)");
+                  "only the device of this network interface (default: the device of every "
+                  "burstd found; none found: the only Ethernet interface up)");
   run->add_option("--root", run_opts.root,
                   "write the sysfs tree here and keep it (default: a private temporary "
                   "directory, removed afterwards)");
@@ -47,9 +54,12 @@ int main(int argc, char** argv) {
                   "the provider library, libburst-rdmav34.so (default: $BURST_PROVIDER, else "
                   "this build's)");
   run->add_option("--socket", run_opts.socket,
-                  "burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
+                  "only this burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
                   " (default: $" BURST_CTL_SOCKET_ENV
-                  " as inherited, else " BURST_CTL_DEFAULT_SOCKET ")");
+                  " as inherited, else every socket of the socket directory)");
+  run->add_option("--socket-dir", run_opts.socket_dir,
+                  "where to look for burstd sockets when --socket is not given (default: "
+                  "$BURST_SOCKET_DIR, else /run/burst)");
   run->add_flag("--no-sysfs-mount", run_opts.no_sysfs_mount,
                 "leave /sys as it is: only SYSFS_PATH readers (libibverbs) find the device, "
                 "not UCX, NCCL, Open MPI or Mooncake, which read /sys/class/infiniband");
@@ -66,6 +76,9 @@ int main(int argc, char** argv) {
   app.add_option("--socket", status_opts.socket,
                  "burstd's control socket (default: $BURST_SOCKET, else " BURST_CTL_DEFAULT_SOCKET
                  ")");
+  app.add_option("--socket-dir", status_opts.socket_dir,
+                 "where devices and run look for burstd sockets (default: $BURST_SOCKET_DIR, "
+                 "else /run/burst)");
   app.fallthrough();
   struct View {
     const char* name;
@@ -76,7 +89,7 @@ int main(int argc, char** argv) {
   View views[] = {
       {"status", "burstd: backend, XDP mode, queues, workers, memory mode, clients",
        burst::tools::StatusView::kStatus},
-      {"devices", "the device: netdev, MAC, MTU, port state, GID table, limits",
+      {"devices", "every burstd: device, netdev, socket, backend, state (--socket: one, in detail)",
        burst::tools::StatusView::kDevices},
       {"workers", "per worker: queues, QPs, loops, packets, handoff",
        burst::tools::StatusView::kWorkers},
@@ -108,6 +121,7 @@ int main(int argc, char** argv) {
     if (*run) {
       // `burstctl --socket PATH run ...` names the socket too.
       if (run_opts.socket.empty()) run_opts.socket = status_opts.socket;
+      if (run_opts.socket_dir.empty()) run_opts.socket_dir = status_opts.socket_dir;
       return burst::tools::run_command(run_opts);
     }
     for (const View& v : views) {

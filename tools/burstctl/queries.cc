@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "tools/burstctl/queries.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +17,7 @@
 #include "daemon/ctl/ctl_client.h"
 #include "daemon/ctl/ctl_codec.h"
 #include "net/addr.h"
+#include "tools/burstctl/discover.h"
 
 namespace burst::tools {
 namespace {
@@ -86,6 +90,7 @@ class Session {
     return true;
   }
   const burst_ctl_hello_resp& hello() const { return hello_; }
+  const std::string& path() const { return client_->path(); }
   template <class Req, class Resp>
   bool call(uint16_t op, Req* req, Resp* resp) {
     if (client_->call(op, req, sizeof(*req), resp, sizeof(*resp)) != 0) {
@@ -161,6 +166,7 @@ int show_devices(Session& s, const StatusOptions& o) {
     }
     json dev = {{"ibdev", ctl::get_str(h.ibdev)},
                 {"netdev", netdev},
+                {"socket", s.path()},
                 {"ifindex", h.ifindex},
                 {"mac", mac_str(h.mac)},
                 {"mtu", h.mtu},
@@ -191,8 +197,10 @@ int show_devices(Session& s, const StatusOptions& o) {
     std::printf("%s\n", json{{"devices", json::array({dev})}}.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: netdev %s, MAC %s, MTU %u (active_mtu %u), port %s, backend %s, memory %s\n",
+  std::printf("%s: netdev %s, socket %s, MAC %s, MTU %u (active_mtu %u), port %s, backend %s, "
+              "memory %s\n",
               ctl::get_str(h.ibdev).c_str(), netdev.empty() ? "-" : netdev.c_str(),
+              s.path().c_str(),
               mac_str(h.mac).c_str(), h.mtu, ctl::mtu_bytes(h.active_mtu),
               ctl::port_state_name(h.port_state), ctl::backend_name(h.backend),
               ctl::memory_mode_name(h.memory_mode));
@@ -342,11 +350,72 @@ int show_qps(Session& s, const StatusOptions& o) {
   return 0;
 }
 
+// burstctl devices without a socket: every burstd of the socket directory,
+// named as `burstctl run` names them (discover.h); then the sockets that did not
+// answer or serve a netdev this namespace does not show (no device name).
+int show_device_list(const StatusOptions& o) {
+  const std::string dir = socket_dir(o.socket_dir);
+  const std::vector<Burstd> all = list_burstd(dir);
+  if (o.json) {
+    json arr = json::array();
+    for (const Burstd& b : all) {
+      json d = {{"ibdev", b.ibdev}, {"socket", b.socket}, {"answered", b.answered}};
+      if (b.answered) {
+        d["netdev"] = b.netdev;
+        d["mac"] = net::format_mac(b.mac);
+        d["backend"] = ctl::backend_name(b.backend);
+        d["port_state"] = ctl::port_state_name(b.port_state);
+      }
+      if (!b.error.empty()) d["note"] = b.error;
+      arr.push_back(d);
+    }
+    std::printf("%s\n", json{{"socket_dir", dir}, {"devices", arr}}.dump(2).c_str());
+    return 0;
+  }
+  if (all.empty()) {
+    std::printf("no burstd socket in %s (--socket-dir, $BURST_SOCKET_DIR)\n", dir.c_str());
+    return 1;
+  }
+  Table t({"DEVICE", "NETDEV", "SOCKET", "BACKEND", "STATE"});
+  for (const Burstd& b : all) {
+    t.add({b.ibdev.empty() ? "-" : b.ibdev, b.netdev.empty() ? "-" : b.netdev, b.socket,
+           b.answered ? ctl::backend_name(b.backend) : "-",
+           b.answered ? ctl::port_state_name(b.port_state) : "no answer"});
+  }
+  t.print();
+  for (const Burstd& b : all) {
+    if (b.ibdev.empty()) std::printf("note: %s\n", b.error.c_str());
+  }
+  return 0;
+}
+
+// No --socket, no $BURST_SOCKET: the default socket, else the only socket of the
+// socket directory (the service's /run/burst/NETDEV.sock); several: "" and a
+// message naming them.
+std::string implicit_socket(const StatusOptions& o) {
+  struct stat st;
+  if (stat(BURST_CTL_DEFAULT_SOCKET, &st) == 0) return BURST_CTL_DEFAULT_SOCKET;
+  const std::string dir = socket_dir(o.socket_dir);
+  const std::vector<std::string> socks = list_sockets(dir);
+  if (socks.size() == 1) return socks[0];
+  if (socks.empty()) return BURST_CTL_DEFAULT_SOCKET;  // the connect error says it all
+  std::string names;
+  for (const std::string& p : socks) names += "\n  " + p;
+  err("several burstd sockets in " + dir + ", choose one with --socket (burstctl devices lists "
+      "them):" + names);
+  return "";
+}
+
 }  // namespace
 
 int show_status(StatusView view, const StatusOptions& o) {
+  const char* env = std::getenv(BURST_CTL_SOCKET_ENV);
+  const bool implicit = o.socket.empty() && (env == nullptr || env[0] == '\0');
+  if (view == StatusView::kDevices && implicit) return show_device_list(o);
+  const std::string socket = implicit ? implicit_socket(o) : o.socket;
+  if (implicit && socket.empty()) return 1;
   Session s;
-  if (!s.open(o.socket)) return 1;
+  if (!s.open(socket)) return 1;
   switch (view) {
     case StatusView::kStatus:
       return show_status_view(s, o);

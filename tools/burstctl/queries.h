@@ -12,6 +12,7 @@ namespace burst::tools {
 
 struct StatusOptions {
   std::string socket;  // "" = default
+  std::string socket_dir;  // devices without a socket: where to look (discover.h)
   bool json = false;
   int64_t worker = -1;  // counters: one worker, -1 = the sum over all
   bool all = false;     // counters table: zero counters too

@@ -21,6 +21,7 @@
 #include "net/netdev.h"
 #include "abi/burst_device.h"
 #include "abi/burst_shim.h"
+#include "tools/burstctl/discover.h"
 #include "tools/burstctl/sysfs_mount.h"
 #include "tools/burstctl/sysfs_tree.h"
 
@@ -62,11 +63,12 @@ Status default_netdev(std::string* out) {
       EINVAL, "several Ethernet interfaces are up (" + names + "): name one with --netdev");
 }
 
-// Finds or creates /dev/infiniband/uverbsN as the burst character device.
-Status ensure_uverbs_node(std::string* uverbs) {
+// Finds or creates `count` nodes /dev/infiniband/uverbsN that are the burst
+// character device (one per device: libibverbs opens the node of the device).
+Status ensure_uverbs_nodes(size_t count, std::vector<std::string>* uverbs) {
   const dev_t want = makedev(BURST_UVERBS_CDEV_MAJOR, BURST_UVERBS_CDEV_MINOR);
   const std::string dir = BURST_CDEV_DIR;
-  for (int n = 0; n < kMaxUverbsNodes; ++n) {
+  for (int n = 0; n < kMaxUverbsNodes && uverbs->size() < count; ++n) {
     const std::string name = "uverbs" + std::to_string(n);
     const std::string path = dir + "/" + name;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -78,8 +80,8 @@ Status ensure_uverbs_node(std::string* uverbs) {
                                           " exists but this user cannot open it read-write "
                                           "(make it mode 0666, as /dev/full is)");
         }
-        *uverbs = name;
-        return Status::Ok();
+        uverbs->push_back(name);
+        break;
       }
       if (errno != ENOENT) return Status::Error(errno, net::errno_message("stat " + path, errno));
       if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -89,8 +91,8 @@ Status ensure_uverbs_node(std::string* uverbs) {
         chmod(path.c_str(), 0666);  // not subject to the umask
         fprintf(stderr, "burstctl run: created %s (character device %d:%d, as /dev/full)\n",
                 path.c_str(), BURST_UVERBS_CDEV_MAJOR, BURST_UVERBS_CDEV_MINOR);
-        *uverbs = name;
-        return Status::Ok();
+        uverbs->push_back(name);
+        break;
       }
       if (errno != EEXIST) {  // EEXIST: created concurrently, look again
         return Status::Error(errno, net::errno_message("cannot create " + path +
@@ -102,7 +104,10 @@ Status ensure_uverbs_node(std::string* uverbs) {
       }
     }
   }
-  return Status::Error(EEXIST, "no free /dev/infiniband/uverbsN name (N < 64)");
+  if (uverbs->size() < count) {
+    return Status::Error(EEXIST, "not enough free /dev/infiniband/uverbsN names (N < 64)");
+  }
+  return Status::Ok();
 }
 
 // The provider path libibverbs gets in RDMAV_DRIVERS: absolute, without the suffix.
@@ -254,6 +259,106 @@ void prepend_env(const char* var, const std::string& value) {
   setenv(var, v.c_str(), 1);
 }
 
+// One device of the run: its netdev and its burstd's socket ("" = the
+// provider's default: $BURST_SOCKET, else BURST_CTL_DEFAULT_SOCKET).
+struct RunDevice {
+  std::string netdev;
+  std::string socket;
+};
+
+// --socket (or $BURST_SOCKET): that burstd only; its netdev from HELLO unless
+// --netdev names it. A burstd that does not answer (yet) is not fatal.
+Status one_socket(const RunOptions& o, const std::string& given, std::vector<RunDevice>* out) {
+  std::string sock;
+  if (Status s = absolute_path(given, &sock); !s.ok()) return s;
+  struct stat st;
+  if (stat(sock.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    // The provider reports it when the application opens the device.
+    err("warning: no burstd socket at " + sock + " (yet)");
+  }
+  std::string netdev = o.netdev;
+  if (netdev.empty()) {
+    const Burstd b = probe_burstd(sock);
+    if (b.answered && !b.netdev.empty()) {
+      netdev = b.netdev;
+    } else if (Status s = default_netdev(&netdev); !s.ok()) {
+      return Status::Error(s.code(), s.message() + " (burstd at " + sock + ": " +
+                                         (b.answered ? "serves no netdev" : b.error) + ")");
+    }
+  }
+  out->push_back({netdev, sock});
+  return Status::Ok();
+}
+
+// The devices of this run (discover.h): every burstd of the socket directory,
+// or the one --socket / $BURST_SOCKET / --netdev names. With no burstd found,
+// as before: the only Ethernet interface up (or --netdev) and the default socket.
+Status choose_devices(const RunOptions& o, std::vector<RunDevice>* out) {
+  std::string given = o.socket;
+  if (const char* env = getenv(BURST_CTL_SOCKET_ENV); given.empty() && env != nullptr) given = env;
+  if (!given.empty()) return one_socket(o, given, out);
+  std::vector<std::string> skipped;
+  const std::vector<Burstd> found = discover_burstd(socket_dir(o.socket_dir), &skipped);
+  for (const std::string& why : skipped) err("note: " + why + ": not listed");
+  for (const Burstd& b : found) {
+    if (o.netdev.empty() || b.netdev == o.netdev) out->push_back({b.netdev, b.socket});
+  }
+  if (!out->empty()) return Status::Ok();
+  if (!found.empty()) {
+    err("note: no burstd in " + socket_dir(o.socket_dir) + " serves " + o.netdev +
+        "; the provider uses $" BURST_CTL_SOCKET_ENV " or " BURST_CTL_DEFAULT_SOCKET);
+  }
+  std::string netdev = o.netdev;
+  if (netdev.empty()) {
+    if (Status s = default_netdev(&netdev); !s.ok()) return s;
+  }
+  out->push_back({netdev, ""});
+  return Status::Ok();
+}
+
+// The tree's root: --root (kept) or a private temporary directory; absolute.
+Status make_root(const RunOptions& o, std::string* root) {
+  std::string r = o.root;
+  if (r.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    r = std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/burst-sysfs.XXXXXX";
+    if (mkdtemp(r.data()) == nullptr) {
+      return Status::Error(errno, net::errno_message("mkdtemp " + r, errno));
+    }
+    chmod(r.c_str(), 0755);  // readable by a command that drops privileges
+  } else if (mkdir(r.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::Error(errno, net::errno_message("mkdir " + r, errno));
+  }
+  char abs_root[PATH_MAX];
+  if (realpath(r.c_str(), abs_root) == nullptr) {
+    const int e = errno;
+    if (o.root.empty()) rmdir(r.c_str());
+    return Status::Error(e, net::errno_message("realpath " + r, e));
+  }
+  *root = abs_root;
+  return Status::Ok();
+}
+
+// Describes every device (burst0, burst1, ... in the order given) under root.
+Status write_trees(const RunOptions& o, const std::vector<RunDevice>& devs,
+                   const std::vector<std::string>& uverbs, const std::string& root) {
+  for (size_t i = 0; i < devs.size(); ++i) {
+    net::NetdevInfo nd;
+    if (Status s = net::query_netdev(devs[i].netdev, &nd); !s.ok()) return s;
+    if (nd.link_type != ARPHRD_ETHER) {
+      return Status::Error(EINVAL, "netdev '" + devs[i].netdev +
+                                       "' is not an Ethernet interface (ARPHRD " +
+                                       std::to_string(nd.link_type) + "): RoCE needs Ethernet");
+    }
+    SysfsDevice dev =
+        describe_device(nd, BURST_IBDEV_PREFIX + std::to_string(i), uverbs[i]);
+    dev.nic.traffic_class = o.traffic_class;
+    dev.socket = devs[i].socket;
+    if (Status s = write_sysfs_tree(root, dev); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int run_command(const RunOptions& o) {
@@ -267,85 +372,36 @@ int run_command(const RunOptions& o) {
     return kExitSetupFailed;
   }
   const std::string shim = resolve_shim(provider);
-  std::string ifname = o.netdev;
-  if (ifname.empty()) {
-    if (Status s = default_netdev(&ifname); !s.ok()) {
-      err(s.message());
-      return kExitSetupFailed;
-    }
-  }
-  net::NetdevInfo nd;
-  if (Status s = net::query_netdev(ifname, &nd); !s.ok()) {
+  std::vector<RunDevice> devs;
+  if (Status s = choose_devices(o, &devs); !s.ok()) {
     err(s.message());
-    return kExitSetupFailed;
-  }
-  if (nd.link_type != ARPHRD_ETHER) {
-    err("netdev '" + ifname + "' is not an Ethernet interface (ARPHRD " +
-        std::to_string(nd.link_type) + "): RoCE needs Ethernet");
     return kExitSetupFailed;
   }
   warn_if_kernel_rdma();
-
-  std::string uverbs;
-  if (Status s = ensure_uverbs_node(&uverbs); !s.ok()) {
+  std::vector<std::string> uverbs;
+  if (Status s = ensure_uverbs_nodes(devs.size(), &uverbs); !s.ok()) {
     err(s.message());
     return kExitSetupFailed;
   }
-
-  std::string root = o.root;
-  const bool private_root = root.empty();
-  if (private_root) {
-    const char* tmp = getenv("TMPDIR");
-    std::string templ =
-        std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/burst-sysfs.XXXXXX";
-    if (mkdtemp(templ.data()) == nullptr) {
-      err(net::errno_message("mkdtemp " + templ, errno));
-      return kExitSetupFailed;
-    }
-    chmod(templ.c_str(), 0755);  // readable by a command that drops privileges
-    root = templ;
-  } else if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
-    err(net::errno_message("mkdir " + root, errno));
+  std::string root;
+  if (Status s = make_root(o, &root); !s.ok()) {
+    err(s.message());
     return kExitSetupFailed;
   }
-  char abs_root[PATH_MAX];
-  if (realpath(root.c_str(), abs_root) == nullptr) {
-    err(net::errno_message("realpath " + root, errno));
-    return kExitSetupFailed;
-  }
-  root = abs_root;
-
-  if (!o.socket.empty()) {
-    std::string sock = o.socket;
-    if (sock[0] != '/') {
-      char cwd[PATH_MAX];
-      if (getcwd(cwd, sizeof(cwd)) == nullptr) {
-        err(net::errno_message("getcwd", errno));
-        return kExitSetupFailed;
-      }
-      sock = std::string(cwd) + "/" + sock;
-    }
-    struct stat st;
-    if (stat(sock.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
-      // Not fatal (burstd may be starting): the provider reports it when the
-      // application opens the device.
-      err("warning: no burstd socket at " + sock + " (yet)");
-    }
-    setenv(BURST_CTL_SOCKET_ENV, sock.c_str(), 1);
-  }
-
   int rc = kExitSetupFailed;
-  SysfsDevice dev = describe_device(nd, BURST_IBDEV_PREFIX "0", uverbs);
-  dev.nic.traffic_class = o.traffic_class;
-  if (Status s = write_sysfs_tree(root, dev); !s.ok()) {
+  if (Status s = write_trees(o, devs, uverbs, root); !s.ok()) {
     err(s.message());
   } else {
     setenv("SYSFS_PATH", root.c_str(), 1);
     prepend_env("RDMAV_DRIVERS", provider);
+    // The shim's rdma_cm channels and a provider reading no burst_socket file
+    // talk to the first device's burstd.
+    if (!devs[0].socket.empty()) setenv(BURST_CTL_SOCKET_ENV, devs[0].socket.c_str(), 1);
     if (!shim.empty()) preload(shim);
-    rc = spawn_and_wait(o.command, o.no_sysfs_mount ? std::string() : root, dev.ibdev);
+    rc = spawn_and_wait(o.command, o.no_sysfs_mount ? std::string() : root,
+                        BURST_IBDEV_PREFIX "0");
   }
-  if (private_root) {
+  if (o.root.empty()) {
     if (Status s = remove_tree(root); !s.ok()) err("cleanup: " + s.message());
   }
   return rc;

@@ -185,6 +185,7 @@ void ib_device_files(const std::string& ib_dir, const SysfsDevice& dev, std::vec
       files->push_back({port_dir + "/gid_attrs/ndevs/" + idx, dev.netdev.name});
     }
   }
+  if (!dev.socket.empty()) files->push_back({ib_dir + "/" BURST_SOCKET_FILE, dev.socket});
   if (dev.nic.traffic_class >= 0) {
     files->push_back({ib_dir + "/tc/" + std::to_string(BURST_PORT_NUM) + "/traffic_class",
                       "Global tclass=" + std::to_string(dev.nic.traffic_class)});

@@ -37,6 +37,7 @@ struct SysfsDevice {
   std::vector<net::Gid> gids;      // sgid_index -> GID; a zero GID is an empty slot
   std::string node_desc;           // the host name, as the kernel sets it
   SysfsNic nic;
+  std::string socket;              // its burstd's control socket (BURST_SOCKET_FILE), "" = none
 };
 
 // Builds the device description for a netdev: GID table (net::build_gid_table,
