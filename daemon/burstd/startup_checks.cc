@@ -89,10 +89,18 @@ std::string explain_port_error(const Config& c, const std::string& error) {
   if (c.backend != BackendKind::kDpdk || error.find("hugepages") == std::string::npos ||
       error.find("(fix:") != std::string::npos)
     return error;
-  return error +
-         " (fix: reserve 2 MB hugepages now with `sysctl -w vm.nr_hugepages=N`, and at every boot "
-         "with a drop-in /etc/sysctl.d/90-burst-hugepages.conf holding `vm.nr_hugepages = N`; or "
-         "set dpdk_hugepages = auto to run the EAL on normal pages)";
+  // "DPDK needs N free 2 MB hugepages, M are free: `echo N > ...` (...)": keep the
+  // facts, give the fix for now and for every boot.
+  std::string facts = error.substr(0, error.find(": `"));
+  std::string n = "N";
+  if (const size_t at = error.find("needs "); at != std::string::npos) {
+    n = error.substr(at + 6, error.find(' ', at + 6) - at - 6);
+  }
+  const std::string where = origin_prefix(c, "dpdk_hugepages");
+  return (where.empty() ? std::string() : where + "dpdk_hugepages = on: ") + facts +
+         " (fix: `sysctl -w vm.nr_hugepages=" + n + "` now, and for every boot a drop-in " +
+         "/etc/sysctl.d/90-burst-hugepages.conf holding `vm.nr_hugepages = " + n +
+         "`; or dpdk_hugepages = auto to run on normal pages)";
 }
 
 }  // namespace burst::burstd

@@ -67,7 +67,8 @@ void Watchdog::tick() {
   const std::vector<uint64_t> now = heartbeats();
   uint32_t stuck = 0;
   if (all_moved(at_ping_, now, &stuck)) {
-    notify(stalled_ ? "WATCHDOG=1\nSTATUS=" + status_ : std::string("WATCHDOG=1"));
+    notify(stalled_ || !announced_ ? "WATCHDOG=1\nSTATUS=" + status_ : std::string("WATCHDOG=1"));
+    announced_ = true;
     if (stalled_) BURSTD_INFO("watchdog: every worker moves again");
     stalled_ = false;
     at_ping_ = now;

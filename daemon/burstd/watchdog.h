@@ -45,6 +45,7 @@ class Watchdog {
   std::vector<uint64_t> at_ping_;  // heartbeats when WATCHDOG=1 was last sent
   uint64_t last_ping_ns_ = 0;
   bool stalled_ = false;           // logged once per stall
+  bool announced_ = false;         // STATUS= status_ sent (after READY's own STATUS=)
 };
 
 }  // namespace burst::burstd
