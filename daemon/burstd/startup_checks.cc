@@ -3,11 +3,11 @@
 
 #include <fcntl.h>
 #include <net/if.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace burst::burstd {
@@ -30,12 +30,10 @@ std::string interface_names() {
   return s.empty() ? "none but lo" : s;
 }
 
-// The lock's file name: NETDEV.lock in PID 1's network namespace, else one per namespace.
-std::string lock_name(const std::string& netdev) {
-  struct stat self{}, init{};
-  if (stat("/proc/self/ns/net", &self) != 0) return netdev + ".lock";
-  if (stat("/proc/1/ns/net", &init) == 0 && init.st_ino == self.st_ino) return netdev + ".lock";
-  return netdev + ".netns-" + std::to_string(self.st_ino) + ".lock";
+// This process's network namespace (its inode), 0 if unknown.
+uint64_t netns_id() {
+  struct stat self{};
+  return stat("/proc/self/ns/net", &self) == 0 ? static_cast<uint64_t>(self.st_ino) : 0;
 }
 
 }  // namespace
@@ -57,32 +55,34 @@ int lock_netdev(const Config& c, const std::string& lock_dir, std::string* error
              " (fix: run burstd as root, or create " + lock_dir + " for it)";
     return -1;
   }
-  const std::string path = lock_dir + "/" + lock_name(c.netdev);
+  const std::string path = lock_dir + "/" + c.netdev + ".lock";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     *error = "cannot open the lock " + path + ": " + std::strerror(errno);
     return -1;
   }
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const int e = errno;
-    char pid[32] = {};
-    const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
-    close(fd);
-    std::string holder = n > 0 ? std::string(pid, static_cast<size_t>(n)) : "";
-    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    *error = e == EWOULDBLOCK
-                 ? "netdev '" + c.netdev + "' is served by another burstd" +
-                       (holder.empty() ? "" : " (pid " + holder + ")") + ", which holds " + path +
-                       " (fix: stop it first, e.g. systemctl stop burstd@" + c.netdev +
-                       "; one burstd per netdev)"
-                 : "cannot lock " + path + ": " + std::strerror(e);
+  // One byte per network namespace (at the namespace's inode): equal netdev
+  // names in two namespaces do not collide. A record lock (not flock) so that
+  // F_GETLK names the holder.
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = static_cast<off_t>(netns_id() & 0x7FFFFFFFFFFFull);
+  fl.l_len = 1;
+  if (fcntl(fd, F_SETLK, &fl) == 0) return fd;
+  const int e = errno;
+  struct flock who = fl;
+  const bool known = fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK && who.l_pid > 0;
+  close(fd);
+  if (e != EAGAIN && e != EACCES) {
+    *error = "cannot lock " + path + ": " + std::strerror(e);
     return -1;
   }
-  const std::string me = std::to_string(getpid()) + "\n";
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, me.data(), me.size(), 0) < 0) {
-    // The pid is only a hint in the next instance's message.
-  }
-  return fd;
+  *error = "netdev '" + c.netdev + "' is served by another burstd" +
+           (known ? " (pid " + std::to_string(who.l_pid) + ")" : std::string()) + ", which holds " +
+           path + " (fix: stop it first, e.g. systemctl stop burstd@" + c.netdev +
+           "; one burstd per netdev)";
+  return -1;
 }
 
 std::string explain_port_error(const Config& c, const std::string& error) {

@@ -15,9 +15,9 @@ namespace burst::burstd {
 // dpdk with a kernel netdev). Loopback and netdev-less DPDK ports pass.
 bool check_netdev(const Config& c, std::string* error);
 
-// One burstd per netdev: an exclusive flock on LOCK_DIR/NETDEV.lock (in another
-// network namespace than PID 1's, NETDEV.netns-INODE.lock), held until the
-// returned descriptor is closed (at exit). -1 and *error when another burstd
+// One burstd per netdev: a write lock on LOCK_DIR/NETDEV.lock (one byte per
+// network namespace, so equal names in two namespaces do not collide), held
+// until the returned descriptor is closed (at exit). -1 and *error when another burstd
 // holds it or the lock cannot be taken. Returns -2 (no lock needed) for a port
 // without a netdev.
 int lock_netdev(const Config& c, const std::string& lock_dir, std::string* error);

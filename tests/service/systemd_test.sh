@@ -233,6 +233,7 @@ bad() {
   shift 4
   [[ $file != - ]] && printf '%s\n' "$@" >"$R$file"
   local since
+  C systemctl reset-failed "$unit" 2>/dev/null  # the earlier steps' starts count against StartLimitBurst
   since=$(C date '+%Y-%m-%d %H:%M:%S')
   sleep 1
   if C systemctl start "$unit" 2>/dev/null; then
@@ -252,10 +253,10 @@ bad unknown-key burstd@eth0 "/etc/burst/eth0.conf:2: unknown key 'wokers' \(fix:
   /etc/burst/eth0.conf "# two workers" "wokers = 2"
 bad bad-value burstd@eth0 "/etc/burst/burstd.conf:[0-9]+: 'xdp_mode = fast' is not valid \(fix:" \
   /etc/burst/burstd.conf "$(cat "$SRC/packaging/etc/burst/burstd.conf")" "xdp_mode = fast"
-place "$SRC/packaging/etc/burst/burstd.conf" /etc/burst/burstd.conf
+cp "$SRC/packaging/etc/burst/burstd.conf" "$R/etc/burst/burstd.conf"
 bad no-netdev burstd@nosuch0 "netdev 'nosuch0' does not exist \(fix:" -
 if awk '/HugePages_Free/ {exit !($2 == 0)}' /proc/meminfo; then
-  bad dpdk-hugepages burstd@eth0 "hugepages.*\(fix: reserve 2 MB hugepages.*sysctl" /etc/burst/eth0.conf \
+  bad dpdk-hugepages burstd@eth0 "eth0.conf:2: dpdk_hugepages = on: DPDK needs [0-9]+ free 2 MB hugepages.*\(fix: .sysctl -w vm.nr_hugepages=" /etc/burst/eth0.conf \
     "backend = dpdk" "dpdk_hugepages = on"
 else
   echo "SKIP (case dpdk-hugepages): this host has free hugepages"
