@@ -38,6 +38,7 @@ INST=${BURST_SERVICE_BUILD:-$SRC/build/release}
 BURSTD=$BUILD/daemon/burstd/burstd
 BURSTCTL=$BUILD/tools/burstctl/burstctl
 for f in "$INST/daemon/burstd/burstd" "$INST/tools/burstctl/burstctl" "$INST/provider/libburst-rdmav34.so" \
+  "$INST/provider/libburst-shim.so" \
   "$BURSTD" "$BURSTCTL"; do
   [[ -e $f ]] || { echo "FAIL: $f not built"; exit 1; }
 done
@@ -98,12 +99,13 @@ LIBDIR=/usr/lib/x86_64-linux-gnu/libibverbs
 # place SRC DEST: what cmake --install did not put there (no install rule on this branch yet).
 place() {
   [[ -e $R$2 ]] && return 0
-  mkdir -p "$(dirname "$R$2")" && cp "$1" "$R$2" && echo "install: $2 copied by the test (no install rule)"
+  mkdir -p "$(dirname "$R$2")" && cp "$1" "$R$2" || fail "install: cannot copy $1"
+  echo "install: $2 copied by the test (no install rule)"
 }
 place "$INST/daemon/burstd/burstd" /usr/sbin/burstd
 place "$INST/tools/burstctl/burstctl" /usr/bin/burstctl
 place "$INST/provider/libburst-rdmav34.so" $LIBDIR/libburst-rdmav34.so
-place "$INST/provider/shim/libburst-shim.so" $LIBDIR/libburst-shim.so
+place "$INST/provider/libburst-shim.so" $LIBDIR/libburst-shim.so
 place "$SRC/packaging/systemd/burstd@.service" /lib/systemd/system/burstd@.service
 place "$SRC/packaging/etc/burst/burstd.conf" /etc/burst/burstd.conf
 # burstctl run finds the provider through $BURST_PROVIDER where its build default is not /usr.
@@ -147,6 +149,13 @@ C burstctl --socket /run/burst/eth0.sock status >"$TMP/status" 2>&1 || { cat "$T
 head -5 "$TMP/status"
 echo "enable: $(C systemctl show -p WatchdogUSec -p MainPID -p StatusText burstd@eth0 | tr '\n' ' ')"
 echo "enable: program on eth0: $(xdp_on_eth0)"
+# systemd hears WATCHDOG=1 (its timestamp moves) and the worker-aware STATUS=.
+w1=$(C systemctl show -p WatchdogTimestampMonotonic --value burstd@eth0)
+sleep 3
+w2=$(C systemctl show -p WatchdogTimestampMonotonic --value burstd@eth0)
+[[ -n $w1 && $w1 != 0 && $w2 -gt $w1 ]] || fail "no WATCHDOG=1 reached systemd ($w1 -> $w2)"
+echo "enable: watchdog pings reach systemd (WatchdogTimestampMonotonic $w1 -> $w2);" \
+  "$(C systemctl show -p StatusText burstd@eth0)"
 timeout 10 bash -c "until $BURSTCTL --socket $TMP/peer.sock status >/dev/null 2>&1; do sleep 0.2; done" ||
   fail "the peer burstd did not come up"
 
