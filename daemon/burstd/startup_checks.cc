@@ -41,9 +41,9 @@ uint64_t netns_id() {
 bool check_netdev(const Config& c, std::string* error) {
   if (!has_netdev(c) || if_nametoindex(c.netdev.c_str()) != 0) return true;
   const std::string where = origin_prefix(c, "netdev");
-  *error = (where.empty() ? std::string() : where) + "netdev '" + c.netdev +
-           "' does not exist (fix: name an interface of this host in 'netdev =' or --netdev, or "
-           "start burstd@IF for one of: " +
+  *error = where + "netdev '" + c.netdev +
+           "' not found in this network namespace: it does not exist (fix: name an interface "
+           "of this host in 'netdev =' or --netdev, or start burstd@IF for one of: " +
            interface_names() + ")";
   return false;
 }

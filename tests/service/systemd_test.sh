@@ -263,7 +263,7 @@ bad unknown-key burstd@eth0 "/etc/burst/eth0.conf:2: unknown key 'wokers' \(fix:
 bad bad-value burstd@eth0 "/etc/burst/burstd.conf:[0-9]+: 'xdp_mode = fast' is not valid \(fix:" \
   /etc/burst/burstd.conf "$(cat "$SRC/packaging/etc/burst/burstd.conf")" "xdp_mode = fast"
 cp "$SRC/packaging/etc/burst/burstd.conf" "$R/etc/burst/burstd.conf"
-bad no-netdev burstd@nosuch0 "netdev 'nosuch0' does not exist \(fix:" -
+bad no-netdev burstd@nosuch0 "netdev 'nosuch0' not found in this network namespace: it does not exist \(fix:" -
 if awk '/HugePages_Free/ {exit !($2 == 0)}' /proc/meminfo; then
   bad dpdk-hugepages burstd@eth0 "eth0.conf:2: dpdk_hugepages = on: DPDK needs [0-9]+ free 2 MB hugepages.*\(fix: .sysctl -w vm.nr_hugepages=" /etc/burst/eth0.conf \
     "backend = dpdk" "dpdk_hugepages = on"
