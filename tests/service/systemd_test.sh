@@ -14,6 +14,8 @@
 #   stop      `systemctl stop`: no XDP program left on eth0
 #   sigkill   SIGKILL: systemd restarts burstd, which replaces its stale program
 #   twice     a second burstd on eth0 refuses (the lock)
+#   watchdog  with BUILD_DIR's burstd (test hooks) and worker 0 hung on purpose:
+#             systemd's watchdog kills it (skipped without hooks)
 #   bad       unknown key, bad value, absent netdev, dpdk without hugepages: the unit
 #             fails, "FILE:LINE: ... (fix: ...)" in the journal, nothing attached
 #   security  `systemd-analyze security burstd@eth0.service`
@@ -234,6 +236,39 @@ echo "sigkill: pid $old -> $new, $prog -> $(xdp_on_eth0)"
 C "${PROV[@]}" burstctl --socket /run/burst/eth0.sock status >/dev/null || fail "status after the restart"
 app rc_pingpong_again 60 ibv_rc_pingpong -d burst0 -g 1 -n 100 || fail "ibv_rc_pingpong after the restart"
 C systemctl stop burstd@eth0
+
+step "watchdog: a worker that hangs (test hook) makes systemd kill and restart burstd"
+if grep -q -a BURST_TEST_STALL_WORKER_MS "$BURSTD"; then
+  install -D "$BURSTD" "$R/usr/local/sbin/burstd-hooks"
+  D=$R/etc/systemd/system/burstd@eth0.service.d
+  mkdir -p "$D"
+  printf '%s\n' "[Service]" "Environment=BURST_TEST_STALL_WORKER_MS=1500" "WatchdogSec=2" "ExecStart=" \
+    "ExecStart=/usr/local/sbin/burstd-hooks --netdev %i --socket /run/burst/%i.sock" >"$D/stall.conf"
+  C systemctl daemon-reload
+  C systemctl reset-failed burstd@eth0 2>/dev/null
+  C systemctl start burstd@eth0 || fail "start with the stall hook"
+  first=$(C systemctl show -p MainPID --value burstd@eth0)
+  hit=
+  for _ in $(seq 40); do
+    hit=$(C journalctl --no-pager -u burstd@eth0 -o cat | grep -m1 -E "Watchdog timeout")
+    [[ -n $hit ]] && break
+    sleep 0.5
+  done
+  [[ -n $hit ]] || fail "no watchdog timeout although worker 0 hung"
+  echo "watchdog: $(C journalctl --no-pager -u burstd@eth0 -o cat | grep -m1 'has not moved for')"
+  echo "watchdog: $hit"
+  rm -rf "$D"
+  C systemctl daemon-reload
+  C systemctl stop burstd@eth0
+  C systemctl reset-failed burstd@eth0 2>/dev/null
+  echo "watchdog: pid $first was killed by systemd's watchdog"
+  # The killed burstd could not detach its program: the next start replaces it, a stop removes it.
+  C systemctl start burstd@eth0 && [[ $(unit_state) == active ]] || fail "start after the watchdog kill"
+  C systemctl stop burstd@eth0
+  [[ -z $(xdp_on_eth0) ]] || fail "after the watchdog kill, start and stop: $(xdp_on_eth0) on eth0"
+else
+  echo "SKIP (step watchdog): $BURSTD has no test hooks (BURST_TEST_HOOKS=OFF); service.notify covers the pings"
+fi
 
 step "bad: configurations that must not start"
 # bad NAME UNIT PATTERN FILE LINES...: UNIT fails, PATTERN in its journal, eth0 untouched.
