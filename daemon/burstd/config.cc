@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/words.h"
@@ -38,7 +39,8 @@ int on_entry(void* user, const char* section, const char* name, const char* valu
   if (!st->error.empty()) return 0;
   if (section != nullptr && section[0] != '\0') {
     st->error = std::string("section [") + section +
-                "] is not known: burstd.conf has its keys outside any section";
+                "] is not known (fix: remove the section line: burstd.conf has its keys outside "
+                "any section)";
     return 0;
   }
   // Inline comments: "key = value   # comment" (inih strips only ';' ones).
@@ -97,7 +99,11 @@ bool text(Config* c, const std::string& v, std::string*) {
 }
 
 bool any_text(const std::string&) { return true; }
-bool ifname(const std::string& v) { return v.size() < BURST_CTL_IFNAME_LEN; }
+// As the kernel's dev_valid_name: also a file name (/etc/burst/NETDEV.conf).
+bool ifname(const std::string& v) {
+  return v.size() < BURST_CTL_IFNAME_LEN && v != "." && v != ".." &&
+         v.find_first_of("/: \t") == std::string::npos;
+}
 bool socket_path(const std::string& v) {
   return !v.empty() && v[0] == '/' && v.size() < BURST_CTL_PATH_LEN;
 }
@@ -223,18 +229,77 @@ const char* event_loop_name(EventLoopKind k) { return word_of(kEventLoops, k, "a
 
 bool have_dpdk_backend() { return port::have_backend(port::Kind::kDpdk); }
 
+namespace {
+
+// The key nearest to `key` (at most two edits away), or nullptr.
+const char* nearest_key(const std::string& key) {
+  const char* best = nullptr;
+  size_t best_d = 3;
+  for (const Key& k : kKeys) {
+    const std::string b = k.key;
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= key.size(); ++i) {
+      size_t diag = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t up = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (key[i - 1] == b[j - 1] ? 0 : 1)});
+        diag = up;
+      }
+    }
+    if (row[b.size()] < best_d) {
+      best_d = row[b.size()];
+      best = k.key;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 bool set_config_value(Config* c, const std::string& key, const std::string& value,
                       std::string* error) {
   for (const Key& k : kKeys) {
     if (key != k.key) continue;
     std::string why;
     if (k.parse(c, value, &why)) return true;
-    *error = !why.empty() ? why : "'" + key + " = " + value + "': expected " + k.want;
+    if (why.empty()) {
+      *error = "'" + key + " = " + value + "' is not valid (fix: " + key + " takes " + k.want +
+               "; or remove the line for the default)";
+    } else {
+      *error = why.find("(fix:") != std::string::npos ? why : why + " (fix: change or remove the line)";
+    }
     return false;
   }
-  *error = "unknown key '" + key + "'";
+  const char* near = nearest_key(key);
+  *error = "unknown key '" + key + "' (fix: " +
+           (near != nullptr ? "did you mean '" + std::string(near) + "'? " : std::string()) +
+           "every key is listed, commented, in " + kDefaultConfigPath + " and burstd.conf(5))";
   return false;
 }
+
+namespace {
+
+// Records in c->origin the line of each key the file sets (the last one wins,
+// as in the parse). The parse succeeded: every non-comment line is key = value.
+void record_origins(const std::string& path, Config* c) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return;
+  char buf[1024];
+  for (int line = 1; std::fgets(buf, sizeof buf, f) != nullptr; ++line) {
+    std::string l = buf;
+    l.erase(0, l.find_first_not_of(" \t"));
+    const size_t eq = l.find_first_of("=:");
+    if (l.empty() || l[0] == '#' || l[0] == ';' || eq == std::string::npos) continue;
+    std::string key = l.substr(0, eq);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    c->origin[key] = path + ":" + std::to_string(line);
+  }
+  std::fclose(f);
+}
+
+}  // namespace
 
 bool load_config(const std::string& path, bool required, Config* c, bool* missing,
                  std::string* error) {
@@ -246,7 +311,9 @@ bool load_config(const std::string& path, bool required, Config* c, bool* missin
       *missing = true;
       return true;
     }
-    *error = "cannot read config file " + path + ": " + std::strerror(e);
+    *error = "cannot read config file " + path + ": " + std::strerror(e) +
+             (e == ENOENT ? " (fix: create it, or name another one with --config)"
+                          : " (fix: make it readable by root)");
     return false;
   }
   Config parsed = *c;
@@ -255,10 +322,52 @@ bool load_config(const std::string& path, bool required, Config* c, bool* missin
   std::fclose(f);
   if (line != 0) {
     *error = path + ":" + std::to_string(line) + ": " +
-             (st.error.empty() ? std::string("syntax error (expected key = value)") : st.error);
+             (st.error.empty() ? std::string("syntax error (fix: write key = value, or # comment)")
+                               : st.error);
     return false;
   }
+  record_origins(path, &parsed);
   *c = parsed;
+  return true;
+}
+
+std::string origin_prefix(const Config& c, const std::string& key) {
+  auto it = c.origin.find(key);
+  return it == c.origin.end() ? std::string() : it->second + ": ";
+}
+
+bool load_layered_config(const ConfigSources& src, Config* c, std::vector<std::string>* read,
+                         std::string* error) {
+  bool missing = false;
+  if (!src.file.empty()) {
+    if (!load_config(src.file, true, c, &missing, error)) return false;
+    read->push_back(src.file);
+    return true;
+  }
+  const std::string common = src.dir + "/burstd.conf";
+  if (!load_config(common, false, c, &missing, error)) return false;
+  if (!missing) read->push_back(common);
+  const std::string netdev = !src.netdev.empty() ? src.netdev : c->netdev;
+  if (netdev.empty()) return true;
+  if (!ifname(netdev)) {
+    *error = origin_prefix(*c, "netdev") + "'" + netdev +
+             "' is not an interface name (fix: name a netdev as `ip link` shows it)";
+    return false;
+  }
+  const std::string nic = src.dir + "/" + netdev + ".conf";
+  Config layered = *c;
+  layered.netdev.clear();
+  if (!load_config(nic, false, &layered, &missing, error)) return false;
+  if (missing) return true;
+  if (!layered.netdev.empty() && layered.netdev != netdev) {
+    *error = origin_prefix(layered, "netdev") + "'netdev = " + layered.netdev + "' in the file of " +
+             netdev + " (fix: remove the line; the file's name, " + netdev +
+             ".conf, picks the netdev)";
+    return false;
+  }
+  layered.netdev = c->netdev;
+  *c = layered;
+  read->push_back(nic);
   return true;
 }
 

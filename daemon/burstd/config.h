@@ -45,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@
 namespace burst::burstd {
 
 inline constexpr char kDefaultConfigPath[] = "/etc/burst/burstd.conf";
+// Without --config: DIR/burstd.conf (defaults for every NIC), then DIR/NETDEV.conf.
+inline constexpr char kDefaultConfigDir[] = "/etc/burst";
 
 enum class BackendKind : uint8_t { kXdp, kLoopback, kDpdk };
 enum class Hugepages : uint8_t { kAuto, kOn, kOff };
@@ -101,7 +104,25 @@ struct Config {
   Hugepages dpdk_hugepages = Hugepages::kAuto;
   bool dpdk_flow = true;
   std::vector<std::string> addresses;  // "a.b.c.d/len", for a port without a netdev
+  // Where each key set so far came from: "FILE:LINE" or "--flag" (error messages).
+  std::map<std::string, std::string> origin;
 };
+
+// Where burstd reads its configuration (main.cc's flags).
+struct ConfigSources {
+  std::string file;        // --config FILE: that one file only (it must exist)
+  std::string dir = kDefaultConfigDir;  // otherwise DIR/burstd.conf then DIR/NETDEV.conf
+  std::string netdev;      // --netdev (picks DIR/NETDEV.conf; also overrides the files)
+};
+
+// Reads the files `src` names into *c, in order (later keys win); *read lists
+// the files found. A per-NIC file may not name another netdev. Errors are
+// "FILE:LINE: what (fix: how)".
+bool load_layered_config(const ConfigSources& src, Config* c, std::vector<std::string>* read,
+                         std::string* error);
+
+// "ORIGIN: " for key (the file and line, or the flag, that set it), "" when defaulted.
+std::string origin_prefix(const Config& c, const std::string& key);
 
 // Reads `path` into *c (keys not in the file keep their value). `required`:
 // a missing file is an error; otherwise it leaves *c unchanged and sets *missing.

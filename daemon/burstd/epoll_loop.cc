@@ -5,7 +5,6 @@
 // watched fds; the timers are the wait's timeout. A client is served up to
 // kMessagesPerWakeup messages per wakeup, each answered with one sendmsg.
 #include <sys/epoll.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/loop_core.h"
+#include "daemon/burstd/notify.h"
 
 namespace burst::burstd {
 namespace {
@@ -109,7 +109,7 @@ bool EpollLoop::run(std::string* error) {
     for (int i = 0; i < n; ++i) dispatch(events[i]);
     run_timers(now_ns());
   }
-  sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+  notify("STOPPING=1\nSTATUS=stopping");
   while (!conns_.empty()) drop(conns_.begin()->first, "disconnected: burstd is stopping");
   return true;
 }

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "daemon/burstd/loop_core.h"
 
-#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <cstring>
 
 #include "daemon/burstd/log.h"
+#include "daemon/burstd/notify.h"
 
 namespace burst::burstd {
 namespace {
@@ -104,7 +104,7 @@ bool LoopCore::on_signal(const signalfd_siginfo& si) {
 }
 
 void LoopCore::announce_ready() {
-  sd_notifyf(0, "READY=1\nSTATUS=serving on %s", socket_.path().c_str());
+  notify("READY=1\nSTATUS=serving on " + socket_.path());
   BURSTD_INFO("ready: control socket %s (control loop: %s)", socket_.path().c_str(), name());
 }
 

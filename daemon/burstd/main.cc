@@ -2,9 +2,14 @@
 // burstd: the burst daemon. Runs in the foreground (systemd Type=notify), logs
 // to stderr, serves the control socket, owns the datapath of one port.
 //
-//   burstd [--config FILE] [--netdev IF] [--backend xdp|loopback] [--workers N]
-//          [--socket PATH] [--xdp-mode auto|native|generic] [--log-level LEVEL]
-//          [--event-loop auto|uring|epoll]
+//   burstd [--config FILE | --config-dir DIR] [--netdev IF] [--backend xdp|dpdk|loopback]
+//          [--workers N] [--socket PATH] [--xdp-mode auto|native|generic]
+//          [--log-level LEVEL] [--event-loop auto|uring|epoll]
+//
+// Configuration: --config FILE alone, or DIR/burstd.conf (default /etc/burst)
+// then DIR/NETDEV.conf (the keys of that netdev), then the flags. Under systemd
+// (burstd@NETDEV.service, packaging/systemd) it says READY=1, STATUS=,
+// WATCHDOG=1 while its workers move (watchdog.h) and STOPPING=1 (notify.h).
 //
 // Exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start (the reason is the
 // last line on stderr), 2 for a bad command line.
@@ -28,6 +33,8 @@
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/privileges.h"
 #include "daemon/burstd/resources.h"
+#include "daemon/burstd/startup_checks.h"
+#include "daemon/burstd/watchdog.h"
 #include "daemon/ctl/ctl_codec.h"
 
 #ifndef BURST_VERSION_STRING
@@ -102,27 +109,33 @@ bool socket_access(const Config& c, SocketAccess* a, std::string* error) {
   return true;
 }
 
-int run(int argc, char** argv) {
-  block_signals();  // before any thread exists: signals go to the signalfd only
-
-  CLI::App app{"burstd: the burst soft-RoCE daemon (runs in the foreground)"};
-  std::string config_path = kDefaultConfigPath;
-  std::string netdev, backend, socket_path, xdp_mode, log_level, event_loop;
+// The command line: the config's sources and the flags that override it.
+struct Flags {
+  ConfigSources sources;
+  std::string backend, socket_path, xdp_mode, log_level, event_loop;
   uint32_t workers = 0;
-  auto* config_opt =
-      app.add_option("--config", config_path, "configuration file")->capture_default_str();
-  app.add_option("--netdev", netdev, "the network interface that carries RoCE");
-  app.add_option("--backend", backend, "datapath backend")
+};
+
+// Parses argv into *f: -1 to go on, else the exit status (--help, --version, 2).
+int parse_flags(int argc, char** argv, Flags* f) {
+  CLI::App app{"burstd: the burst soft-RoCE daemon (runs in the foreground)"};
+  app.add_option("--config", f->sources.file,
+                 "one configuration file (instead of DIR/burstd.conf + DIR/NETDEV.conf)");
+  app.add_option("--config-dir", f->sources.dir,
+                 "read DIR/burstd.conf, then DIR/NETDEV.conf (the netdev's own keys)")
+      ->capture_default_str();
+  app.add_option("--netdev", f->sources.netdev, "the network interface that carries RoCE");
+  app.add_option("--backend", f->backend, "datapath backend")
       ->check(CLI::IsMember({"xdp", "dpdk", "loopback"}));
-  app.add_option("--workers", workers, "worker threads")
+  app.add_option("--workers", f->workers, "worker threads")
       ->check(CLI::Range(1, BURST_CTL_MAX_WORKERS));
-  app.add_option("--socket", socket_path,
+  app.add_option("--socket", f->socket_path,
                  "control socket path (default " BURST_CTL_DEFAULT_SOCKET ")");
-  app.add_option("--xdp-mode", xdp_mode, "XDP attach mode")
+  app.add_option("--xdp-mode", f->xdp_mode, "XDP attach mode")
       ->check(CLI::IsMember({"auto", "native", "generic"}));
-  app.add_option("--log-level", log_level, "error, warning, info or debug")
+  app.add_option("--log-level", f->log_level, "error, warning, info or debug")
       ->check(CLI::IsMember({"error", "warning", "info", "debug"}));
-  app.add_option("--event-loop", event_loop, "the control thread's loop")
+  app.add_option("--event-loop", f->event_loop, "the control thread's loop")
       ->check(CLI::IsMember({"auto", "uring", "epoll"}));
   app.set_version_flag("--version", "burstd " BURST_VERSION_STRING);
   try {
@@ -131,34 +144,79 @@ int run(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  return -1;
+}
 
-  Config config;
-  std::string err;
-  bool missing = false;
-  if (!load_config(config_path, config_opt->count() > 0, &config, &missing, &err)) return fail(err);
-  const std::pair<const char*, const std::string*> overrides[] = {{"netdev", &netdev},
-                                                                  {"backend", &backend},
-                                                                  {"socket", &socket_path},
-                                                                  {"xdp_mode", &xdp_mode},
-                                                                  {"log_level", &log_level},
-                                                                  {"event_loop", &event_loop}};
+// The layered files, then the flags; checked. *read: the files that were read.
+bool configure(const Flags& f, Config* config, std::vector<std::string>* read, std::string* err) {
+  if (!load_layered_config(f.sources, config, read, err)) return false;
+  const std::pair<const char*, const std::string*> overrides[] = {
+      {"netdev", &f.sources.netdev}, {"backend", &f.backend},       {"socket", &f.socket_path},
+      {"xdp_mode", &f.xdp_mode},     {"log_level", &f.log_level},   {"event_loop", &f.event_loop}};
   for (const auto& [key, value] : overrides) {
-    if (!value->empty() && !set_config_value(&config, key, *value, &err)) return fail(err);
+    if (value->empty()) continue;
+    if (!set_config_value(config, key, *value, err)) return false;
+    config->origin[key] = std::string("--") + key;
   }
-  if (workers != 0) config.workers = workers;
-  if (!validate_config(config, &err)) return fail(err);
-  if (!check_event_loop(config, &err)) return fail(err);
+  if (f.workers != 0) config->workers = f.workers;
+  return validate_config(*config, err) && check_event_loop(*config, err) &&
+         check_netdev(*config, err);
+}
+
+std::string files_text(const std::vector<std::string>& read) {
+  if (read.empty()) return "no config file, defaults and flags";
+  std::string s = "config ";
+  for (size_t i = 0; i < read.size(); ++i) s += (i ? " + " : "") + read[i];
+  return s;
+}
+
+// Serves until SIGTERM/SIGINT: the control loop over the open port.
+int serve(const Config& config, Device& device, ControlSocket& sock) {
+  UserLimits limits;
+  limits.max_qps = config.max_qps_per_user;
+  limits.max_cqs = config.max_cqs_per_user;
+  limits.max_mrs = config.max_mrs_per_user;
+  limits.max_pds = config.max_pds_per_user;
+  Resources resources(device, config.command_timeout_ms, limits);
+  Dispatcher dispatcher(config, device, resources);
+  device.start();
+  EventLoop loop(config, sock, dispatcher);
+  CmService cm(device, device.gsi(), resources, loop);  // rdma_cm and the IB CM on QP1
+  dispatcher.set_cm(&cm);
+  Watchdog watchdog(device, loop,
+                    "serving " + device.info().ibdev + " (" +
+                        (config.netdev.empty() ? std::string("no netdev") : config.netdev) + ", " +
+                        backend_kind_name(config.backend) + ", " +
+                        std::to_string(device.workers()) + " workers) on " + sock.path());
+  std::string err;
+  int rc = 0;
+  if (!loop.run(&err)) {
+    BURSTD_ERROR("%s", err.c_str());
+    rc = 1;
+  }
+  dispatcher.set_cm(nullptr);  // every session is closed: the CM goes first
+  return rc;
+}  // clients closed and their objects released while the workers still run
+
+int run(int argc, char** argv) {
+  block_signals();  // before any thread exists: signals go to the signalfd only
+  Flags flags;
+  if (const int rc = parse_flags(argc, argv, &flags); rc >= 0) return rc;
+  Config config;
+  std::vector<std::string> read;
+  std::string err;
+  if (!configure(flags, &config, &read, &err)) return fail(err);
   LogLevel level;
   parse_log_level(config.log_level, &level);
   set_log_level(level);
-
   BURSTD_INFO("burstd %s (pid %d): backend %s%s%s, %u workers, %s", BURST_VERSION_STRING,
               static_cast<int>(getpid()), backend_kind_name(config.backend),
               config.netdev.empty() ? "" : " on ", config.netdev.c_str(), config.workers,
-              missing ? ("no " + config_path + ", defaults and flags").c_str()
-                      : ("config " + config_path).c_str());
+              files_text(read).c_str());
 
-  // The socket first: a second daemon on the same path stops before touching the port.
+  // One burstd per netdev, then the socket: a second daemon stops before touching the port.
+  const int lock_fd = lock_netdev(config, kLockDir, &err);
+  if (lock_fd == -1) return fail(err);
   SocketAccess access;
   if (!socket_access(config, &access, &err)) return fail(err);
   std::unique_ptr<ControlSocket> sock = ControlSocket::Bind(config.socket_path, access, &err);
@@ -168,7 +226,7 @@ int run(int argc, char** argv) {
 
   raise_fd_limit();
   std::unique_ptr<Device> device = Device::Open(config, &err);
-  if (!device) return fail(err);
+  if (!device) return fail(explain_port_error(config, err));
   BURSTD_INFO("%s", describe(*device).c_str());
   if (!device->info().notes.empty()) BURSTD_INFO("%s", device->info().notes.c_str());
   // The port is open and the socket bound: keep only what the run time needs,
@@ -176,30 +234,13 @@ int run(int argc, char** argv) {
   std::string caps;
   if (!drop_privileges(config, &caps, &err)) return fail(err);
   BURSTD_INFO("%s", caps.c_str());
-  int rc = 0;
-  {
-    UserLimits limits;
-    limits.max_qps = config.max_qps_per_user;
-    limits.max_cqs = config.max_cqs_per_user;
-    limits.max_mrs = config.max_mrs_per_user;
-    limits.max_pds = config.max_pds_per_user;
-    Resources resources(*device, config.command_timeout_ms, limits);
-    Dispatcher dispatcher(config, *device, resources);
-    device->start();
-    EventLoop loop(config, *sock, dispatcher);
-    CmService cm(*device, device->gsi(), resources, loop);  // rdma_cm and the IB CM on QP1
-    dispatcher.set_cm(&cm);
-    if (!loop.run(&err)) {
-      BURSTD_ERROR("%s", err.c_str());
-      rc = 1;
-    }
-    dispatcher.set_cm(nullptr);  // every session is closed: the CM goes first
-  }  // clients closed and their objects released while the workers still run
+  const int rc = serve(config, *device, *sock);
   device->stop();
   device.reset();  // workers, queues, then the XDP program is detached
   const std::string path = sock->path();
   sock.reset();
   BURSTD_INFO("stopped; control socket %s removed", path.c_str());
+  if (lock_fd >= 0) close(lock_fd);
   return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <iterator>
 
 namespace burst::burstd {
@@ -113,9 +114,23 @@ bool WorkerBase::drain_commands() {
 }
 
 WorkerBase::WorkerBase(uint32_t index, const WorkerOptions& options)
-    : index_(index), options_(options), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+    : index_(index), options_(options), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  // Test hook (never in release packages): worker 0 hangs after this many ms,
+  // as a worker stuck in a bug would (the watchdog test).
+  if (const char* ms = getenv("BURST_TEST_STALL_WORKER_MS"); ms != nullptr && index == 0)
+    test_stall_at_ns_ = monotonic_ns() + std::strtoull(ms, nullptr, 10) * 1'000'000;
+#endif
+}
 
 void WorkerBase::back_off(bool worked) {
+  heartbeat_.store(heartbeat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  if (test_stall_at_ns_ != 0 && monotonic_ns() >= test_stall_at_ns_) {
+    while (!stop_requested()) usleep(10'000);
+    return;
+  }
+#endif
   if (worked) {
     idle_loops_ = 0;
     sleep_us_ = 0;

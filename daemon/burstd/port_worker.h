@@ -95,6 +95,9 @@ class WorkerBase {
   WorkerBase& operator=(const WorkerBase&) = delete;
 
   uint32_t index() const { return index_; }
+  // Loop iterations so far (any thread; the worker bumps it each iteration,
+  // busy or idle): the control thread's watchdog sees the worker move.
+  uint64_t heartbeat() const { return heartbeat_.load(std::memory_order_relaxed); }
 
   // Control thread.
   void start();
@@ -134,12 +137,16 @@ class WorkerBase {
   int wake_fd_ = -1;
   std::thread thread_;
   std::atomic<bool> stop_{false};  // written by the control thread, read by the worker
+  std::atomic<uint64_t> heartbeat_{0};  // written by the worker (plain store), read by others
   CommandQueue commands_;
   // Written and read by the worker thread only.
   uint32_t idle_loops_ = 0;
   uint32_t sleep_us_ = 0;
   uint64_t idle_sleeps_ = 0;
   uint64_t commands_run_ = 0;
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  uint64_t test_stall_at_ns_ = 0;  // BURST_TEST_STALL_WORKER_MS: the loop hangs from then on
+#endif
 };
 
 uint64_t monotonic_ns();

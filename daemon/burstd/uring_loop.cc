@@ -26,7 +26,6 @@
 #include <liburing.h>
 #include <poll.h>
 #include <sys/utsname.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,6 +35,7 @@
 
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/loop_core.h"
+#include "daemon/burstd/notify.h"
 #include "daemon/burstd/uring_buffers.h"
 
 namespace burst::burstd {
@@ -257,7 +257,7 @@ bool UringLoop::run(std::string* error) {
     if (!wait_pass(error)) return false;
   }
   finished_ = true;  // no watch fn runs after run() (their owners may be gone)
-  sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+  notify("STOPPING=1\nSTATUS=stopping");
   BURSTD_INFO("io_uring: %llu requests served in %llu io_uring_enter calls",
               static_cast<unsigned long long>(served_), static_cast<unsigned long long>(enters_));
   std::vector<uint32_t> ids;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/resources.h"
+#include "daemon/burstd/watchdog.h"
 #include "abi/burst_ctl_proto.h"
 #include "daemon/ctl/ctl_codec.h"
 
@@ -205,6 +207,68 @@ TEST(BurstdConfig, ParsesKeysAndReportsLines) {
   EXPECT_FALSE(validate_config(x, &err));
   EXPECT_NE(err.find("--netdev"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// /etc/burst/burstd.conf, then /etc/burst/NETDEV.conf, with errors naming the
+// file and line and a fix.
+TEST(BurstdConfig, LayersCommonThenPerNicFile) {
+  const std::string dir = testing::TempDir() + "/burstd_layers";
+  ASSERT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  auto write = [&](const std::string& name, const char* text) {
+    FILE* f = std::fopen((dir + "/" + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text, f);
+    std::fclose(f);
+  };
+  write("burstd.conf", "workers = 2\nxdp_mode = generic\n");
+  write("eth7.conf", "# eth7 only\nworkers = 4\n");
+  ConfigSources src;
+  src.dir = dir;
+  src.netdev = "eth7";
+  Config c;
+  std::vector<std::string> read;
+  std::string err;
+  ASSERT_TRUE(load_layered_config(src, &c, &read, &err)) << err;
+  EXPECT_EQ(c.workers, 4u);  // the NIC's file wins
+  EXPECT_EQ(c.xdp_mode, XdpMode::kGeneric);
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(origin_prefix(c, "workers"), dir + "/eth7.conf:2: ");
+
+  src.netdev = "eth8";  // no file of its own
+  c = Config{};
+  read.clear();
+  ASSERT_TRUE(load_layered_config(src, &c, &read, &err)) << err;
+  EXPECT_EQ(c.workers, 2u);
+  EXPECT_EQ(read.size(), 1u);
+
+  write("eth7.conf", "netdev = eth9\n");  // the file's name picks the netdev
+  src.netdev = "eth7";
+  c = Config{};
+  EXPECT_FALSE(load_layered_config(src, &c, &read, &err));
+  EXPECT_NE(err.find("eth7.conf:1: 'netdev = eth9' in the file of eth7 (fix:"), std::string::npos) << err;
+
+  write("eth7.conf", "wokers = 3\n");
+  EXPECT_FALSE(load_layered_config(src, &c, &read, &err));
+  EXPECT_NE(err.find("eth7.conf:1: unknown key 'wokers' (fix: did you mean 'workers'?"),
+            std::string::npos)
+      << err;
+  write("eth7.conf", "xdp_mode = fast\n");
+  EXPECT_FALSE(load_layered_config(src, &c, &read, &err));
+  EXPECT_NE(err.find("eth7.conf:1: 'xdp_mode = fast' is not valid (fix: xdp_mode takes auto, "),
+            std::string::npos)
+      << err;
+
+  src.netdev = "../x";  // never a path outside DIR
+  EXPECT_FALSE(load_layered_config(src, &c, &read, &err));
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(BurstdWatchdog, PingsOnlyWhenEveryWorkerMoved) {
+  uint32_t stuck = 99;
+  EXPECT_TRUE(all_moved({1, 5, 9}, {2, 6, 10}, &stuck));
+  EXPECT_FALSE(all_moved({1, 5, 9}, {2, 5, 10}, &stuck));
+  EXPECT_EQ(stuck, 1u);
+  EXPECT_TRUE(all_moved({}, {}, &stuck));
 }
 
 // ---------------------------------------------------------------------------
