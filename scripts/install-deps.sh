@@ -26,6 +26,7 @@ PKGS=(
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
   dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
   python3-matplotlib                      # bench/: plots in docs/benchmarks.md
+  mmdebstrap systemd-container            # service test: burstd@.service in a Debian 12 root booted by systemd-nspawn
 )
 
 if [[ $(id -u) -ne 0 ]]; then
