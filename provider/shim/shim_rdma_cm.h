@@ -22,13 +22,18 @@ inline bool cm_channels_exist() { return g_cm_live.load(std::memory_order_relaxe
 // in *ret (errno set on failure). False: fd is not a channel, pass it on.
 bool cm_write(int fd, const void* buf, size_t count, ssize_t* ret);
 
-// fd is being closed: a channel's hidden connection is closed too (burstd
-// then destroys the channel's ids); a hidden connection's number closed by
-// the application is forgotten.
+// fd is being closed: a channel's hidden connection is closed too once no
+// other number names the channel (burstd then destroys the channel's ids); a
+// hidden connection's number closed by the application is forgotten.
 void cm_close(int fd);
+// close_range(first, last) / closefrom(first) closed these numbers.
+void cm_close_range(unsigned first, unsigned last);
+// new_fd is now a duplicate of old_fd (dup, dup2, dup3, fcntl F_DUPFD*): what
+// new_fd named before is forgotten, and it names old_fd's channel if any.
+void cm_dup(int old_fd, int new_fd);
 
 // For the command relay (shim_ucma.cc). A slot is a channel's table entry.
-int cm_find_channel(int fd);       // the slot of channel fd (inode checked), or -1
+int cm_find_channel(int fd);       // the slot of channel fd, or -1 (one load)
 uint32_t cm_channel_id(int slot);  // burstd's id of the channel
 int cm_channel_socket(int slot);   // its hidden connection (-1: gone), to poll for HUP
 // One request and its response on the slot's hidden connection, under the

@@ -383,3 +383,155 @@ TEST(UcmaShim, AForkedChildDoesNotShareTheParentsConnection) {
 }
 
 }  // namespace
+
+// The channel table is kept by number through the shim's close and dup hooks
+// (no fstat per write): a number reused by another file, duplicates, dup2
+// over a channel, close_range, and exec's close-on-exec.
+namespace {
+
+bool is_channel(int fd) {  // a CREATE_ID that burstd answers
+  rdma_ucm_create_id_resp resp{};
+  rdma_ucm_create_id cmd{};
+  cmd.response = reinterpret_cast<uintptr_t>(&resp);
+  return ucma_write(fd, RDMA_USER_CM_CMD_CREATE_ID, cmd, sizeof(resp)) > 0 && resp.id == 77u;
+}
+
+bool wait_conns(FakeBurstd& d, int n) {
+  for (int i = 0; i < 300 && d.open_conns() != n; ++i) usleep(10000);
+  return d.open_conns() == n;
+}
+
+// A write to fd of 40 bytes lands in the pipe behind it (not taken for a command).
+bool reaches_pipe(int fd, int pipe_r) {
+  uint8_t buf[40];
+  memset(buf, 0xab, sizeof(buf));
+  rdma_ucm_cmd_hdr h{RDMA_USER_CM_CMD_CREATE_ID, 24, 8};  // looks like a command
+  memcpy(buf, &h, sizeof(h));
+  if (write(fd, buf, sizeof(buf)) != static_cast<ssize_t>(sizeof(buf))) return false;
+  uint8_t got[64];
+  return read(pipe_r, got, sizeof(got)) == static_cast<ssize_t>(sizeof(buf)) &&
+         memcmp(got, buf, sizeof(buf)) == 0;
+}
+
+// A pipe whose write end is number fd (p[1] == fd; p[0] its read end).
+bool pipe_at(int fd, int p[2]) {
+  if (pipe(p) != 0) return false;
+  if (p[0] == fd) {  // the read end took the number: move it away
+    p[0] = fcntl(fd, F_DUPFD, fd + 1);
+    close(fd);
+  }
+  if (p[1] != fd) {
+    if (dup2(p[1], fd) != fd) return false;
+    close(p[1]);
+    p[1] = fd;
+  }
+  return p[0] >= 0;
+}
+
+TEST(UcmaShim, AClosedChannelsNumberReusedIsAnOrdinaryFile) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(is_channel(fd));
+  ASSERT_EQ(close(fd), 0);
+  int p[2];
+  ASSERT_TRUE(pipe_at(fd, p));  // the channel's number, now a pipe
+  EXPECT_TRUE(reaches_pipe(fd, p[0]));
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(wait_conns(d, 0));
+  close(p[0]);
+  close(fd);
+}
+
+TEST(UcmaShim, ADuplicateIsTheSameChannelUntilItsLastNumberCloses) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  const int d1 = dup(fd);
+  const int d2 = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+  ASSERT_GE(d1, 0);
+  ASSERT_GE(d2, 100);
+  struct stat st;
+  ASSERT_EQ(fstat(d2, &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_TRUE(is_channel(d1));
+  EXPECT_TRUE(is_channel(d2));
+  close(fd);
+  EXPECT_TRUE(is_channel(d1));  // the channel lives on through its other numbers
+  EXPECT_EQ(d.open_conns(), 1);
+  const auto seen = d.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].channel, seen[2].channel);  // one channel, one hidden connection
+  close(d1);
+  EXPECT_TRUE(is_channel(d2));
+  close(d2);
+  EXPECT_TRUE(wait_conns(d, 0));
+}
+
+TEST(UcmaShim, Dup2OverAChannelClosesIt) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_NE(p[0], fd);
+  ASSERT_EQ(dup3(p[1], fd, O_CLOEXEC), fd);  // over the channel
+  EXPECT_TRUE(reaches_pipe(fd, p[0]));
+  EXPECT_TRUE(wait_conns(d, 0));
+  // dup2 of a channel onto another number makes that number the channel.
+  const int ch = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(ch, 0);
+  ASSERT_EQ(dup2(ch, p[1]), p[1]);
+  EXPECT_TRUE(is_channel(p[1]));
+  close(ch);
+  EXPECT_TRUE(is_channel(p[1]));
+  close(p[1]);
+  EXPECT_TRUE(wait_conns(d, 0));
+  close(p[0]);
+  close(fd);
+}
+
+TEST(UcmaShim, CloseRangeClosesChannels) {
+  FakeBurstd d;
+  const int fd = fcntl(open(BURST_RDMA_CM_PATH, O_RDWR), F_DUPFD, 200);  // dup at >= 200, then
+  ASSERT_GE(fd, 200);
+  for (int n = 3; n < 200; ++n) {  // the first number closed with close() (it is < 200)
+    struct stat st;
+    if (fstat(n, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == BURST_RDMA_CM_CDEV_MAJOR &&
+        minor(st.st_rdev) == BURST_RDMA_CM_CDEV_MINOR) {
+      close(n);
+    }
+  }
+  ASSERT_TRUE(is_channel(fd));
+  ASSERT_EQ(close_range(static_cast<unsigned>(fd), static_cast<unsigned>(fd) + 5, 0), 0);
+  EXPECT_TRUE(wait_conns(d, 0));
+  int p[2];
+  ASSERT_TRUE(pipe_at(fd, p));
+  EXPECT_TRUE(reaches_pipe(fd, p[0]));
+  close(fd);
+  close(p[0]);
+}
+
+TEST(UcmaShim, ExecClosesACloseOnExecChannel) {
+  FakeBurstd d;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const std::string test = "test ! -e /proc/self/fd/" + std::to_string(fd);
+    execl("/bin/sh", "sh", "-c", test.c_str(), static_cast<char*>(nullptr));
+    _exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(d.open_conns(), 1);  // the parent's channel is untouched
+  EXPECT_TRUE(is_channel(fd));
+  close(fd);
+  EXPECT_TRUE(wait_conns(d, 0));
+}
+
+}  // namespace
