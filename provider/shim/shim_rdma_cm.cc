@@ -121,10 +121,14 @@ struct CmSlot {
   std::atomic<int> sock{-1};      // the hidden connection (-1: gone)
   std::atomic<uint32_t> channel_id{0};  // burstd's id (MIGRATE_ID)
   uint64_t next_request = 1;            // under mu
+  // Push channels (events arrive on the channel's socket; shim_cm_events.cc):
+  std::atomic<int> evsock{-1};  // the shim's own duplicate of the channel fd (-1: eventfd channel)
+  CmEvents ev;                  // under g_ev_mu
 };
 CmSlot g_cm[kMaxCmChannels];
 // Zero bytes are PTHREAD_MUTEX_INITIALIZER in glibc: static storage suffices.
 pthread_mutex_t g_cm_mu[kMaxCmChannels];
+pthread_mutex_t g_ev_mu[kMaxCmChannels];  // a push channel's event state (and its socket's reads)
 // Per descriptor number: 0 nothing, s + 1 a number of channel s, -(s + 1)
 // channel s's hidden connection. Written under g_tab_mu, read without it.
 // 2 MiB of zero pages, only the touched ones ever mapped.
@@ -167,9 +171,11 @@ void forget_number_locked(int fd, Orphans* o) {
   const int v = g_fd[fd].load(std::memory_order_relaxed);
   if (v == 0) return;
   g_fd[fd].store(0, std::memory_order_release);
-  if (v < 0) {  // the application closed the hidden connection's number: no longer ours
+  if (v < 0) {  // the application closed a hidden number of the shim's: no longer ours
     int s = fd;
     g_cm[-v - 1].sock.compare_exchange_strong(s, -1, std::memory_order_relaxed);
+    s = fd;
+    g_cm[-v - 1].evsock.compare_exchange_strong(s, -1, std::memory_order_relaxed);
     return;
   }
   CmSlot& s = g_cm[v - 1];
@@ -190,20 +196,25 @@ void release_orphans(const Orphans& o) {
     const int sock = s.sock.exchange(-1, std::memory_order_relaxed);
     const bool ours = sock >= 0 && sock_is_ours(i, sock);
     if (ours) g_fd[sock].store(0, std::memory_order_release);
+    const int evsock = s.evsock.exchange(-1, std::memory_order_relaxed);
+    const bool ev_ours = evsock >= 0 && sock_is_ours(i, evsock);
+    if (ev_ours) g_fd[evsock].store(0, std::memory_order_release);
     s.state.store(kFree, std::memory_order_release);
     pthread_mutex_unlock(&g_tab_mu);
     if (ours) real_close(sock);  // before its number can be handed out again
+    if (ev_ours) real_close(evsock);
     pthread_mutex_unlock(&g_cm_mu[i]);
     g_cm_live.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
-int insert_channel(int fd, int sock, uint32_t channel_id) {
-  if (!in_table(fd) || !in_table(sock)) return -1;
+int insert_channel(int fd, int sock, int evsock, uint32_t channel_id) {
+  if (!in_table(fd) || !in_table(sock) || (evsock >= 0 && !in_table(evsock))) return -1;
   Orphans o;
   pthread_mutex_lock(&g_tab_mu);
-  forget_number_locked(fd, &o);  // both numbers are brand new: older entries are stale
+  forget_number_locked(fd, &o);  // the numbers are brand new: older entries are stale
   forget_number_locked(sock, &o);
+  if (evsock >= 0) forget_number_locked(evsock, &o);
   int slot = -1;
   for (int i = 0; i < kMaxCmChannels && slot < 0; ++i) {
     if (g_cm[i].state.load(std::memory_order_relaxed) != kFree) continue;
@@ -212,8 +223,11 @@ int insert_channel(int fd, int sock, uint32_t channel_id) {
     s.refs = 1;
     s.sock.store(sock, std::memory_order_relaxed);
     s.channel_id.store(channel_id, std::memory_order_relaxed);
+    s.evsock.store(evsock, std::memory_order_relaxed);
+    s.ev = CmEvents{};
     g_cm_live.fetch_add(1, std::memory_order_relaxed);
     set_number(sock, -(i + 1));
+    if (evsock >= 0) set_number(evsock, -(i + 1));
     set_number(fd, i + 1);
     slot = i;
   }
@@ -229,6 +243,7 @@ void forget_channels_in_child() {
   pthread_mutex_init(&g_tab_mu, nullptr);  // a parent thread may have held it
   for (int i = 0; i < kMaxCmChannels; ++i) {
     pthread_mutex_init(&g_cm_mu[i], nullptr);
+    pthread_mutex_init(&g_ev_mu[i], nullptr);
     const int sock = g_cm[i].sock.exchange(-1, std::memory_order_relaxed);
     if (sock >= 0 && sock_is_ours(i, sock)) {
       g_fd[sock].store(0, std::memory_order_relaxed);
@@ -243,7 +258,7 @@ constexpr int kCallTimeoutMs = 30000;  // burstd resolves routes synchronously (
 // One request (with at most one descriptor) and its response on sock: 0 or an
 // errno value (burstd's status, or ENODEV when the connection is unusable).
 int roundtrip(int sock, uint64_t id, uint16_t op, void* req, size_t req_len, void* resp,
-              size_t resp_len, int send_fd) {
+              size_t resp_len, int send_fd, size_t min_len = 0) {
   burst_ctl_init_request(static_cast<burst_ctl_hdr*>(req), op, static_cast<uint32_t>(req_len),
                          BURST_CTL_VERSION, id);
   iovec iov{req, req_len};
@@ -276,7 +291,8 @@ int roundtrip(int sock, uint64_t id, uint16_t op, void* req, size_t req_len, voi
   burst_ctl_hdr h;
   memcpy(&h, resp, sizeof(h));
   if (h.status != 0) return h.status;
-  return static_cast<size_t>(n) == resp_len ? 0 : ENODEV;
+  const size_t least = min_len != 0 ? min_len : resp_len;  // a list op's answer may be shorter
+  return static_cast<size_t>(n) >= least ? 0 : ENODEV;
 }
 
 const char* socket_path() {
@@ -312,30 +328,63 @@ int connect_burstd() {
   return sock;
 }
 
-// open() of the rdma_cm node: the channel fd, or -1 with errno.
-int open_channel(int flags) {
-  const int efd_flags =
-      ((flags & O_CLOEXEC) ? EFD_CLOEXEC : 0) | ((flags & O_NONBLOCK) ? EFD_NONBLOCK : 0);
-  const int fd = eventfd(0, efd_flags);
-  if (fd < 0) return -1;
-  const int sock = connect_burstd();
-  if (sock < 0) {
-    const int e = errno;
-    real_close(fd);
-    return errno = e, -1;
+// Opens the channel on sock: with events pushed (the channel fd is one end of
+// a SOCK_SEQPACKET pair, burstd gets the other), or, where burstd cannot push
+// (or BURST_CM_PUSH=0), an eventfd. The channel fd, or -1 with errno.
+int open_on(int sock, int flags, bool push) {
+  int fd = -1, peer = -1, evsock = -1;
+  if (push) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+    fd = sv[0];
+    peer = sv[1];
+    evsock = fcntl(fd, F_DUPFD_CLOEXEC, 0);  // the shim's own number for the reads
+    if ((!(flags & O_CLOEXEC) && fcntl(fd, F_SETFD, 0) != 0) ||
+        ((flags & O_NONBLOCK) && fcntl(fd, F_SETFL, O_NONBLOCK) != 0) || evsock < 0) {
+      const int e = errno;
+      for (int f : {fd, peer, evsock}) {
+        if (f >= 0) real_close(f);
+      }
+      return errno = e, -1;
+    }
+  } else {
+    fd = eventfd(0, ((flags & O_CLOEXEC) ? EFD_CLOEXEC : 0) |
+                        ((flags & O_NONBLOCK) ? EFD_NONBLOCK : 0));
+    if (fd < 0) return -1;
   }
   burst_ctl_cm_open_channel_req req{};
+  req.flags = push ? BURST_CTL_CM_OPEN_PUSH : 0;
   burst_ctl_cm_open_channel_resp resp{};
-  int e =
-      roundtrip(sock, 1, BURST_CTL_OP_CM_OPEN_CHANNEL, &req, sizeof(req), &resp, sizeof(resp), fd);
+  int e = roundtrip(sock, push ? 2 : 1, BURST_CTL_OP_CM_OPEN_CHANNEL, &req, sizeof(req), &resp,
+                    sizeof(resp), push ? peer : fd);
+  if (peer >= 0) real_close(peer);  // burstd has it
   if (e == 0) {
-    if (insert_channel(fd, sock, resp.channel_id) >= 0) return fd;
+    if (insert_channel(fd, sock, evsock, resp.channel_id) >= 0) return fd;
     e = EMFILE;
-  } else if (e != EMFILE && e != ENFILE && e != ENOMEM) {
+  }
+  real_close(fd);
+  if (evsock >= 0) real_close(evsock);
+  return errno = e, -1;
+}
+
+bool push_wanted() {
+  const char* env = getenv("BURST_CM_PUSH");
+  return env == nullptr || strcmp(env, "0") != 0;
+}
+
+// open() of the rdma_cm node: the channel fd, or -1 with errno.
+int open_channel(int flags) {
+  const int sock = connect_burstd();
+  if (sock < 0) return -1;
+  const bool push = push_wanted();
+  int fd = open_on(sock, flags, push);
+  if (fd < 0 && push && errno == EINVAL) fd = open_on(sock, flags, false);  // burstd cannot push
+  if (fd >= 0) return fd;
+  int e = errno;
+  if (e != EMFILE && e != ENFILE && e != ENOMEM) {
     e = ENODEV;  // burstd without a connection manager: as a kernel without rdma_ucm
   }
   real_close(sock);
-  real_close(fd);
   return errno = e, -1;
 }
 
@@ -358,13 +407,22 @@ uint32_t cm_channel_id(int slot) { return g_cm[slot].channel_id.load(std::memory
 
 int cm_channel_socket(int slot) { return g_cm[slot].sock.load(std::memory_order_relaxed); }
 
-int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len) {
+int cm_event_socket(int slot) {
+  const int fd = g_cm[slot].evsock.load(std::memory_order_relaxed);
+  return fd >= 0 && sock_is_ours(slot, fd) ? fd : -1;
+}
+
+CmEvents& cm_events(int slot) { return g_cm[slot].ev; }
+pthread_mutex_t* cm_events_mutex(int slot) { return &g_ev_mu[slot]; }
+
+int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+            size_t min_len) {
   CmSlot& s = g_cm[slot];
   pthread_mutex_lock(&g_cm_mu[slot]);
   const int sock = s.sock.load(std::memory_order_relaxed);
   int e = ENODEV;  // the hidden connection is gone (closed by the application)
   if (sock >= 0 && sock_is_ours(slot, sock)) {
-    e = roundtrip(sock, s.next_request++, op, req, req_len, resp, resp_len, -1);
+    e = roundtrip(sock, s.next_request++, op, req, req_len, resp, resp_len, -1, min_len);
   }
   pthread_mutex_unlock(&g_cm_mu[slot]);
   return e;

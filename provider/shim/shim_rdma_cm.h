@@ -4,11 +4,14 @@
 // the shim (hidden symbols).
 #pragma once
 
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "abi/burst_ctl_proto.h"
 
 namespace burst::shim {
 
@@ -37,7 +40,29 @@ int cm_find_channel(int fd);       // the slot of channel fd, or -1 (one load)
 uint32_t cm_channel_id(int slot);  // burstd's id of the channel
 int cm_channel_socket(int slot);   // its hidden connection (-1: gone), to poll for HUP
 // One request and its response on the slot's hidden connection, under the
-// slot's mutex: 0, burstd's errno, ETIMEDOUT, or ENODEV (burstd gone).
-int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len);
+// slot's mutex: 0, burstd's errno, ETIMEDOUT, or ENODEV (burstd gone). A
+// response may be shorter than resp_len down to min_len (0: exactly resp_len).
+int cm_call(int slot, uint16_t op, void* req, size_t req_len, void* resp, size_t resp_len,
+            size_t min_len = 0);
+
+// A push channel's events (abi/burst_ctl_cm.h; shim_cm_events.cc), under
+// cm_events_mutex(slot).
+struct CmEvents {
+  static constexpr int kMaxDead = 4 * BURST_CTL_CM_PUSH_WINDOW;
+  uint64_t consumed = 0;  // the last event taken
+  int n_dead = 0;         // pushed events to drop when met (their ids are gone)
+  uint64_t dead[kMaxDead] = {};
+};
+// The shim's own number of a push channel's socket, or -1 (an eventfd channel, or gone).
+int cm_event_socket(int slot);
+CmEvents& cm_events(int slot);
+pthread_mutex_t* cm_events_mutex(int slot);
+// GET_EVENT of push channel `slot`: the next event's bytes (at most out_len,
+// *n of them) in out. Blocks unless the channel is O_NONBLOCK (EAGAIN). 0 or
+// an errno value (ENODEV: burstd gone).
+int cm_take_event(int slot, void* out, size_t out_len, size_t* n);
+// Pushed events burstd said to drop (a command's response). The caller holds
+// the slot's event mutex.
+void cm_note_dead(int slot, const uint64_t* seqs, uint32_t count);
 
 }  // namespace burst::shim

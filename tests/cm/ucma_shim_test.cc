@@ -61,6 +61,7 @@ class FakeBurstd {
     thread_.join();
     for (auto& c : conns_) close(c.fd);
     for (int fd : event_fds_) close(fd);
+    for (int fd : push_fds_) close(fd);
     close(listen_);
     unlink(path_.c_str());
     rmdir(dir_.c_str());
@@ -80,6 +81,31 @@ class FakeBurstd {
     return static_cast<int>(conns_.size());
   }
   int answer_open = 0;  // errno for CM_OPEN_CHANNEL
+  bool push = false;    // accept BURST_CTL_CM_OPEN_PUSH (else EINVAL, as a burstd without it)
+  // Push mode: sends an event on every push channel's socket.
+  void push_event(uint32_t id, uint32_t event = 9, uint64_t seq = 0, uint32_t flags = 0) {
+    std::lock_guard<std::mutex> g(mu_);
+    for (int fd : push_fds_) {
+      burst_ctl_cm_event ev{};
+      ev.seq = seq != 0 ? seq : ++pushed_;
+      ev.flags = flags;
+      ev.len = sizeof(rdma_ucm_event_resp);
+      rdma_ucm_event_resp r{};
+      r.id = id;
+      r.event = event;
+      memcpy(ev.resp, &r, sizeof(r));
+      (void)!send(fd, &ev, sizeof(ev), MSG_DONTWAIT);
+    }
+  }
+  std::vector<uint64_t> dead_on_destroy;  // listed in DESTROY_ID's response
+  uint64_t last_consumed() {
+    std::lock_guard<std::mutex> g(mu_);
+    return consumed_;
+  }
+  int acks() {
+    std::lock_guard<std::mutex> g(mu_);
+    return acks_;
+  }
 
  private:
   struct Conn {
@@ -147,11 +173,18 @@ class FakeBurstd {
       cmsghdr* cm = CMSG_FIRSTHDR(&mh);
       int efd = -1;
       if (cm != nullptr) memcpy(&efd, CMSG_DATA(cm), sizeof(int));
-      if (efd >= 0) event_fds_.push_back(efd);
+      const auto* oreq = reinterpret_cast<const burst_ctl_cm_open_channel_req*>(buf);
+      if (oreq->flags != 0 && !push) {
+        if (efd >= 0) close(efd);
+        return respond(fd, h, out, sizeof(burst_ctl_cm_open_channel_resp), EINVAL);
+      }
+      if (efd >= 0) (oreq->flags != 0 ? push_fds_ : event_fds_).push_back(efd);
       reinterpret_cast<burst_ctl_cm_open_channel_resp*>(out)->channel_id = conn->channel;
       respond(fd, h, out, sizeof(burst_ctl_cm_open_channel_resp), answer_open);
     } else if (h.op == BURST_CTL_OP_CM_COMMAND) {
       command(fd, h, reinterpret_cast<const burst_ctl_cm_command_req*>(buf), conn->channel, out);
+    } else if (h.op == BURST_CTL_OP_CM_COMMAND_EX) {
+      command_ex(fd, h, reinterpret_cast<const burst_ctl_cm_command_ex_req*>(buf), conn->channel);
     }
   }
   void command(int fd, const burst_ctl_hdr& h, const burst_ctl_cm_command_req* req,
@@ -180,6 +213,33 @@ class FakeBurstd {
     respond(fd, h, out, sizeof(*r), 0);
   }
 
+  void command_ex(int fd, const burst_ctl_hdr& h, const burst_ctl_cm_command_ex_req* req,
+                  uint32_t channel) {
+    consumed_ = req->consumed;
+    if (req->cmd == BURST_CTL_CM_CMD_ACK) ++acks_;
+    seen_.push_back(
+        {req->cmd, std::vector<uint8_t>(req->in, req->in + req->in_len), req->out_len, channel});
+    alignas(8) static burst_ctl_cm_command_ex_resp r;
+    memset(&r, 0, sizeof(r));
+    size_t len = offsetof(burst_ctl_cm_command_ex_resp, entries);
+    if (req->cmd == RDMA_USER_CM_CMD_CREATE_ID) {
+      rdma_ucm_create_id_resp cr{77};
+      memcpy(r.out, &cr, sizeof(cr));
+      r.out_len = sizeof(cr);
+    } else if (req->cmd == RDMA_USER_CM_CMD_DESTROY_ID) {
+      rdma_ucm_destroy_id_resp dr{5};
+      memcpy(r.out, &dr, sizeof(dr));
+      r.out_len = sizeof(dr);
+      r.count = static_cast<uint32_t>(dead_on_destroy.size());
+      for (size_t i = 0; i < dead_on_destroy.size(); ++i) r.entries[i] = dead_on_destroy[i];
+      len += dead_on_destroy.size() * sizeof(uint64_t);
+    }
+    respond(fd, h, &r, len, 0);
+  }
+
+  std::vector<int> push_fds_;
+  uint64_t pushed_ = 0, consumed_ = 0;
+  int acks_ = 0;
   std::string dir_, path_;
   int listen_ = -1;
   std::thread thread_;
@@ -532,6 +592,139 @@ TEST(UcmaShim, ExecClosesACloseOnExecChannel) {
   EXPECT_TRUE(is_channel(fd));
   close(fd);
   EXPECT_TRUE(wait_conns(d, 0));
+}
+
+}  // namespace
+
+// Push channels (docs/cm.md "Relay fast path"): burstd sends each event on the
+// channel's socket, GET_EVENT takes it with no round trip; the channel fd is
+// readable exactly while events wait.
+namespace {
+
+ssize_t get_event(int fd, rdma_ucm_event_resp* ev) {
+  rdma_ucm_get_event ge{reinterpret_cast<uintptr_t>(ev)};
+  return ucma_write(fd, RDMA_USER_CM_CMD_GET_EVENT, ge, sizeof(*ev));
+}
+
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+size_t commands_seen(FakeBurstd& d, uint32_t cmd) {
+  size_t n = 0;
+  for (const Seen& s : d.seen()) n += s.cmd == cmd;
+  return n;
+}
+
+TEST(UcmaShimPush, GetEventTakesThePushedEventWithoutARoundTrip) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  rdma_ucm_event_resp ev{};
+  EXPECT_EQ(get_event(fd, &ev), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_FALSE(readable(fd));
+  d.push_event(42);
+  d.push_event(43);
+  for (int i = 0; i < 100 && !readable(fd); ++i) usleep(10000);
+  EXPECT_TRUE(readable(fd));
+  EXPECT_GT(get_event(fd, &ev), 0);
+  EXPECT_EQ(ev.id, 42u);
+  EXPECT_EQ(ev.event, 9u);
+  EXPECT_TRUE(readable(fd));  // one more waits
+  EXPECT_GT(get_event(fd, &ev), 0);
+  EXPECT_EQ(ev.id, 43u);
+  EXPECT_FALSE(readable(fd));
+  EXPECT_EQ(commands_seen(d, RDMA_USER_CM_CMD_GET_EVENT), 0u);  // never a round trip
+  EXPECT_TRUE(is_channel(fd));  // the next command acknowledges both
+  EXPECT_EQ(d.last_consumed(), 2u);
+  close(fd);
+  EXPECT_TRUE(wait_conns(d, 0));
+}
+
+TEST(UcmaShimPush, ABlockedGetEventWakesWhileOtherThreadsIssueCommands) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  std::atomic<bool> done{false};
+  rdma_ucm_event_resp ev{};
+  std::thread t([&] {
+    EXPECT_GT(get_event(fd, &ev), 0);
+    done = true;
+  });
+  usleep(100000);
+  EXPECT_FALSE(done);
+  EXPECT_TRUE(is_channel(fd));  // commands go on meanwhile
+  d.push_event(7);
+  for (int i = 0; i < 500 && !done; ++i) usleep(10000);
+  if (!done) {
+    t.detach();
+    FAIL() << "GET_EVENT did not return once the event was pushed";
+  }
+  t.join();
+  EXPECT_EQ(ev.id, 7u);
+  close(fd);
+}
+
+TEST(UcmaShimPush, DestroyIdDropsTheEventsBurstdLists) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  d.push_event(5, 9, 1);
+  d.push_event(6, 9, 2);
+  d.push_event(5, 10, 3);
+  for (int i = 0; i < 100 && !readable(fd); ++i) usleep(10000);
+  d.dead_on_destroy = {1, 3};  // id 5's events, not taken yet
+  rdma_ucm_destroy_id_resp dr{};
+  rdma_ucm_destroy_id di{reinterpret_cast<uintptr_t>(&dr), 5, 0};
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_DESTROY_ID, di, sizeof(dr)), 0);
+  EXPECT_EQ(dr.events_reported, 5u);
+  EXPECT_TRUE(readable(fd));  // id 6's event; the dead one at the head is gone already
+  rdma_ucm_event_resp ev{};
+  EXPECT_GT(get_event(fd, &ev), 0);
+  EXPECT_EQ(ev.id, 6u);
+  EXPECT_FALSE(readable(fd));  // the dead one behind it went with it
+  EXPECT_EQ(get_event(fd, &ev), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  close(fd);
+}
+
+TEST(UcmaShimPush, AnEventAskingForAnAcknowledgementGetsOne) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  d.push_event(9, 9, 1, BURST_CTL_CM_EVENT_ACK_ME);
+  rdma_ucm_event_resp ev{};
+  EXPECT_GT(get_event(fd, &ev), 0);
+  EXPECT_EQ(d.acks(), 1);
+  EXPECT_EQ(d.last_consumed(), 1u);
+  close(fd);
+}
+
+TEST(UcmaShimPush, BurstdGoneIsEnodev) {
+  auto d = std::make_unique<FakeBurstd>();
+  d->push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR);
+  ASSERT_GE(fd, 0);
+  std::atomic<int> err{0};
+  rdma_ucm_event_resp ev{};
+  std::thread t([&] {
+    if (get_event(fd, &ev) < 0) err = errno;
+  });
+  usleep(100000);
+  d.reset();
+  t.join();
+  EXPECT_EQ(err, ENODEV);
+  close(fd);
 }
 
 }  // namespace
