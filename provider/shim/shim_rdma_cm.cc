@@ -2,12 +2,17 @@
 // libburst-shim.so, the rdma_cm part: stock librdmacm's event channels served
 // by burstd (contract: abi/burst_shim.h; protocol: abi/burst_ctl_cm.h).
 //
-//   open("/dev/infiniband/rdma_cm")  an eventfd (the channel fd) + a hidden
-//                                    control connection to burstd (HELLO,
-//                                    CM_OPEN_CHANNEL carrying the eventfd)
+//   open("/dev/infiniband/rdma_cm")  a hidden control connection to burstd
+//                                    (HELLO) and the channel fd: one end of a
+//                                    SOCK_SEQPACKET pair, CM_OPEN_CHANNEL
+//                                    carrying the other (burstd pushes the
+//                                    events there); or an eventfd where
+//                                    burstd cannot push
 //   fstat(channel)                   a character device 10:BURST_RDMA_CM_CDEV_MINOR
-//   write(channel, UCMA command)     CM_COMMAND; the response bytes go to the
-//                                    command's `response` pointer
+//   write(channel, UCMA command)     CM_COMMAND_EX (eventfd: CM_COMMAND); the
+//                                    response bytes go to the command's
+//                                    `response` pointer; GET_EVENT of a push
+//                                    channel: shim_cm_events.cc
 //   close(channel)                   the hidden connection is closed too
 //
 // Channel table: a slot per channel { hidden socket, burstd's id, how many
