@@ -74,7 +74,7 @@ measure() {
     runIn "$NB" b0 "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
     local calls
-    calls=$(awk '$NF == "total" {print $(NF-1)}' "$TMP/strace-$label.txt")
+    calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-$label.txt")
     echo "strace $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
     grep -E '^ *[0-9]' "$TMP/strace-$label.txt" | sort -k4 -nr | head -12 | sed "s/^/strace $label: /" >>"$OUT"
   else

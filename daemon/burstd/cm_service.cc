@@ -193,7 +193,12 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
 void CmService::on_gsi_readable() {
   cm::Mad mads[kMadsPerWakeup];
   const size_t n = gsi_.receive(mads, kMadsPerWakeup);
-  for (size_t i = 0; i < n; ++i) ib_cm_->receive(mads[i]);
+  for (size_t i = 0; i < n; ++i) {
+    ib_cm_->receive(mads[i]);
+    // A push channel's events go out per MAD, not per batch: a listen's backlog
+    // is given back as its CONNECT_REQUESTs are pushed (docs/cm.md).
+    flush_pushes();
+  }
   rearm();
 }
 
