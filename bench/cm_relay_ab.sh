@@ -3,9 +3,10 @@
 # The rdma_cm relay, two builds side by side (docs/cm.md "Relay fast path"): for every W and run,
 # build A then build B (alternating, same N), each with its own burstd pair (AF_XDP on one veth
 # pair, one namespace per side) and its own preload shim, `cm_rate -s` / `cm_rate -c` under
-# `burstctl run`; per client run: established/s, the client's CPU per connection (GNU time: user +
-# system of the whole `burstctl run` tree) and each burstd's (utime + stime from /proc). Then one
-# `strace -c -f` of the client per build: system calls per connection.
+# `burstctl run`; per client run: established/s, the client's CPU per connection (on-CPU time,
+# `perf stat -e task-clock` of the whole `burstctl run` tree) and each burstd's (utime + stime from
+# /proc; "ctl": their main threads, the control loops). Then one `strace -c -f` of the client per
+# build: system calls per connection.
 #   bench/cm_relay_ab.sh A_BUILD_DIR B_BUILD_DIR [--n N] [--w "1 16 64"] [--runs R]
 # A_BUILD_DIR / B_BUILD_DIR hold daemon/burstd/burstd and provider/libburst-shim.so (a build tree,
 # or a copy); burstctl, the provider and cm_rate come from this tree's build/default.
@@ -43,6 +44,7 @@ netns_cmd_env
 netns_link_ab a0 10.49.0.1 b0 10.49.0.2
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat" 2>/dev/null || echo 0; }
 
 runIn() {  # NS DEV SOCK SHIM CMD...: CMD under burstctl run (a program, so GNU time can wrap it)
   local ns=$1 dev=$2 sock=$3 shim=$4
@@ -70,6 +72,7 @@ measure() {
   wait_for "$TMP/server.log" "listening" 20 || fail "cm_rate server did not listen"
   t0a=$(cpu_ticks "$pa")
   t0b=$(cpu_ticks "$pb")
+  local c0=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb")))
   if [[ -n $trace ]]; then
     runIn "$NB" b0 "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
@@ -78,15 +81,16 @@ measure() {
     echo "strace $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
     grep -E '^ *[0-9]' "$TMP/strace-$label.txt" | sort -k4 -nr | head -12 | sed "s/^/strace $label: /" >>"$OUT"
   else
-    TIME_WRAP="/usr/bin/time -f cpu_%U_%S -o $TMP/time.txt" runIn "$NB" b0 "$TMP/b.sock" "$shim" \
+    TIME_WRAP="perf stat -x, -e task-clock -o $TMP/time.txt" runIn "$NB" b0 "$TMP/b.sock" "$shim" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
     line=$(grep -m1 '^{' "$TMP/client.out")
     local hz cpu da db
     hz=$(getconf CLK_TCK)
-    cpu=$(awk -F_ '/^cpu_/ {print ($2 + $3) * 1e6}' "$TMP/time.txt")
+    cpu=$(awk -F, '$3 == "task-clock" {print $1 * 1000}' "$TMP/time.txt")  # ms -> us
     da=$(($(cpu_ticks "$pa") - t0a))
     db=$(($(cpu_ticks "$pb") - t0b))
-    echo "$label w=$w run=$run client_cpu_us=$cpu burstd_a_ticks=$da burstd_b_ticks=$db hz=$hz $line" >>"$OUT"
+    local dc=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb") - c0))
+    echo "$label w=$w run=$run client_cpu_us=$cpu burstd_a_ticks=$da burstd_b_ticks=$db ctl_ticks=$dc hz=$hz $line" >>"$OUT"
   fi
   kill -TERM "$sp" 2>/dev/null
   timeout 5 tail --pid="$sp" -f /dev/null 2>/dev/null
@@ -110,22 +114,23 @@ import json, re, statistics, sys
 n = int(sys.argv[2])
 rows = {}
 for l in open(sys.argv[1]):
-    m = re.match(r"(A|B) w=(\d+) run=(\d+) client_cpu_us=(\S+) burstd_a_ticks=(\d+) burstd_b_ticks=(\d+) hz=(\d+) (\{.*)", l)
+    m = re.match(r"(A|B) w=(\d+) run=(\d+) client_cpu_us=(\S+) burstd_a_ticks=(\d+) burstd_b_ticks=(\d+) ctl_ticks=(\d+) hz=(\d+) (\{.*)", l)
     if not m: continue
-    j = json.loads(m.group(8))
-    hz = int(m.group(7))
+    j = json.loads(m.group(9))
+    hz = int(m.group(8))
     est = max(j.get("established", n), 1)
     rows.setdefault((int(m.group(2)), m.group(1)), []).append((
-        j["rate"], float(m.group(4)) / est, (int(m.group(5)) + int(m.group(6))) * 1e6 / hz / est, j["failed"]))
+        j["rate"], float(m.group(4)) / est, (int(m.group(5)) + int(m.group(6))) * 1e6 / hz / est,
+        int(m.group(7)) * 1e6 / hz / est, j["failed"]))
 def med(v):
     return statistics.median(v)
-print("| W | established/s A | established/s B | client CPU us/conn A | B | both burstd CPU us/conn A | B | failed A / B |")
-print("|---|---|---|---|---|---|---|---|")
+print("| W | established/s A | B | client CPU us/conn A | B | both burstd CPU us/conn A | B | their control threads A | B | failed A / B |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for w in sorted({k[0] for k in rows}):
     a, b = rows.get((w, "A"), []), rows.get((w, "B"), [])
     if not a or not b: continue
     col = lambda s, i: f"{med([x[i] for x in s]):,.0f} ({min(x[i] for x in s):,.0f}-{max(x[i] for x in s):,.0f})"
     print(f"| {w} | {col(a,0)} | {col(b,0)} | {col(a,1)} | {col(b,1)} | {col(a,2)} | {col(b,2)} | "
-          f"{sum(x[3] for x in a)} / {sum(x[3] for x in b)} |")
+          f"{col(a,3)} | {col(b,3)} | {sum(x[4] for x in a)} / {sum(x[4] for x in b)} |")
 PY
 grep '^strace' "$OUT"

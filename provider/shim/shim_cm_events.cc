@@ -92,10 +92,11 @@ void acknowledge(int slot) {
 }  // namespace
 
 int cm_take_event(int slot, void* out, size_t out_len, size_t* n) {
-  const int sock = cm_event_socket(slot);
-  if (sock < 0 || cm_channel_socket(slot) < 0) return ENODEV;  // closed, or a forked child
   burst_ctl_cm_event ev;
   for (;;) {
+    // Again after every wait: the channel may have been closed meanwhile.
+    const int sock = cm_event_socket(slot);
+    if (sock < 0 || cm_channel_socket(slot) < 0) return ENODEV;  // closed, or a forked child
     pthread_mutex_lock(cm_events_mutex(slot));
     const int r = take_one(slot, sock, &ev);
     pthread_mutex_unlock(cm_events_mutex(slot));
