@@ -115,8 +115,8 @@ void CmService::push_channel(uint32_t id, Channel& c) {
       p.owner = u != c.uids.end() ? u->second : 0;
     } else if (ev.event == kMulticastJoin || ev.event == kMulticastError) {
       p.mc = ev.id;
-      auto m = mc_owner_.find(ev.id);
-      p.owner = m != mc_owner_.end() ? m->second : 0;
+      auto m = c.mcs.find(ev.id);
+      p.owner = m != c.mcs.end() ? m->second : 0;
     }
     c.unacked.push_back(p);
     if (!send_pushed(c, c.unacked.back())) return;
@@ -141,18 +141,18 @@ void CmService::note_command(uint32_t, Channel& c, uint32_t cmd, const void* in,
     if (read_in(in, in_len, &ci) && r >= static_cast<int>(sizeof(made))) c.uids[ci.uid] = made.id;
   } else if (cmd == RDMA_USER_CM_CMD_JOIN_IP_MCAST) {
     rdma_ucm_join_ip_mcast j;
-    if (read_in(in, in_len, &j) && r >= static_cast<int>(sizeof(made))) mc_owner_[made.id] = j.id;
+    if (read_in(in, in_len, &j) && r >= static_cast<int>(sizeof(made))) c.mcs[made.id] = j.id;
   } else if (cmd == RDMA_USER_CM_CMD_JOIN_MCAST) {
     rdma_ucm_join_mcast j;
-    if (read_in(in, in_len, &j) && r >= static_cast<int>(sizeof(made))) mc_owner_[made.id] = j.id;
+    if (read_in(in, in_len, &j) && r >= static_cast<int>(sizeof(made))) c.mcs[made.id] = j.id;
   } else if (cmd == RDMA_USER_CM_CMD_DESTROY_ID) {
     rdma_ucm_destroy_id d;
     if (!read_in(in, in_len, &d)) return;
     std::erase_if(c.uids, [&](const auto& e) { return e.second == d.id; });
-    std::erase_if(mc_owner_, [&](const auto& e) { return e.second == d.id; });
+    std::erase_if(c.mcs, [&](const auto& e) { return e.second == d.id; });
   } else if (cmd == RDMA_USER_CM_CMD_LEAVE_MCAST) {
     rdma_ucm_destroy_id d;
-    if (read_in(in, in_len, &d)) mc_owner_.erase(d.id);
+    if (read_in(in, in_len, &d)) c.mcs.erase(d.id);
   }
 }
 
@@ -213,6 +213,10 @@ int CmService::migrate_pushed(uint32_t to, uint64_t source_consumed, const void*
     if (id == m.id) dst.uids[uid] = id;
   }
   std::erase_if(src->uids, [&](const auto& e) { return e.second == m.id; });
+  for (const auto& [mc, id] : src->mcs) {
+    if (id == m.id) dst.mcs[mc] = id;
+  }
+  std::erase_if(src->mcs, [&](const auto& e) { return e.second == m.id; });
   for (Pushed p : moved) {
     p.seq = dst.next_seq++;
     p.sent = false;

@@ -123,6 +123,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
     uint64_t next_seq = 1;
     std::deque<Pushed> unacked;         // push: in sequence order
     std::map<uint64_t, uint32_t> uids;  // push: the application's uid -> id (CREATE_ID)
+    std::map<uint32_t, uint32_t> mcs;   // push: multicast join -> its id (JOIN_*)
   };
   // cm_push.cc
   void flush_pushes();  // pushes what waits in Cma's queues of push channels
@@ -149,7 +150,6 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
   std::unique_ptr<cm::Cma> cma_;
   std::map<uint32_t, Channel> channels_;  // by ChannelId (= session id)
   std::vector<uint32_t> to_push_;         // push channels whose Cma queue has events
-  std::map<uint32_t, uint32_t> mc_owner_;  // multicast join -> its id (push channels)
   uint64_t armed_ = UINT64_MAX;           // the deadline set on the loop
   CmRouteCache routes_;                   // resolve_route's answers, per destination
 };
