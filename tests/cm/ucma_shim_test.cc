@@ -710,6 +710,40 @@ TEST(UcmaShimPush, AnEventAskingForAnAcknowledgementGetsOne) {
   close(fd);
 }
 
+TEST(UcmaShimPush, CloseWithEventsUnreadHangsUp) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  d.push_event(1);
+  d.push_event(2);
+  for (int i = 0; i < 100 && !readable(fd); ++i) usleep(10000);
+  EXPECT_EQ(close(fd), 0);  // the events go with the socket; burstd sees the hang-up
+  EXPECT_TRUE(wait_conns(d, 0));
+}
+
+TEST(UcmaShimPush, AForkedChildTakesNoEventOfTheParent) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  d.push_event(11);
+  for (int i = 0; i < 100 && !readable(fd); ++i) usleep(10000);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rdma_ucm_event_resp ev{};
+    _exit(get_event(fd, &ev) == -1 && errno == ENODEV ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  rdma_ucm_event_resp ev{};
+  EXPECT_GT(get_event(fd, &ev), 0);  // still the parent's
+  EXPECT_EQ(ev.id, 11u);
+  close(fd);
+}
+
 TEST(UcmaShimPush, BurstdGoneIsEnodev) {
   auto d = std::make_unique<FakeBurstd>();
   d->push = true;
