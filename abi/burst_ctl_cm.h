@@ -35,7 +35,34 @@
  * The connection closing (close() of the channel fd, or the process dying)
  * destroys the channel's ids as ucma_close does.
  *
- * Ops 44 and 45 are reserved for the connection manager.
+ * Events pushed (CM_OPEN_CHANNEL flags BURST_CTL_CM_OPEN_PUSH; docs/cm.md "Relay
+ * fast path"): the descriptor is then not an eventfd but burstd's end of a
+ * socketpair(AF_UNIX, SOCK_SEQPACKET) whose other end is the application's
+ * channel fd. burstd takes every event off the channel's queue as it is
+ * queued and sends it there as one struct burst_ctl_cm_event (the GET_EVENT
+ * response bytes, a sequence number per channel from 1), so the channel fd is
+ * readable exactly while events wait, and the shim answers GET_EVENT with one
+ * recv() and no round trip. At most BURST_CTL_CM_PUSH_WINDOW events are pushed
+ * and not yet acknowledged; the rest wait in burstd's queue. The commands of
+ * such a channel are CM_COMMAND_EX (op 44), which carries `consumed`: the
+ * sequence number of the last event the application took (an
+ * acknowledgement). What the kernel does with events not yet taken, burstd
+ * does with the pushed, unacknowledged ones:
+ *   DESTROY_ID / LEAVE_MCAST  the id's (mc's) unacknowledged events are no
+ *               longer reported: events_reported excludes them, a
+ *               CONNECT_REQUEST's new id is destroyed (its REQ rejected), and
+ *               their sequence numbers are listed in the response (entries[]):
+ *               the shim drops them when it meets them in the socket.
+ *   MIGRATE_ID  the id's unacknowledged events of the source channel (whose
+ *               `consumed` the shim sends as source_consumed) are pushed again
+ *               on the target channel; the response lists their sequence
+ *               numbers on the source channel, dropped there.
+ * The shim holds the channel's event lock across such a command, so
+ * `consumed` is exact. An event flagged BURST_CTL_CM_EVENT_ACK_ME asks for an
+ * acknowledgement even if no command follows (cmd BURST_CTL_CM_CMD_ACK: no
+ * UCMA command, only `consumed`).
+ *
+ * Op 45 is reserved for the connection manager.
  */
 #ifndef BURST_ABI_BURST_CTL_CM_H_
 #define BURST_ABI_BURST_CTL_CM_H_
@@ -46,7 +73,14 @@
 
 #define BURST_CTL_OP_CM_OPEN_CHANNEL 42 /* request carries the channel's eventfd */
 #define BURST_CTL_OP_CM_COMMAND 43
-/* 44, 45: reserved for the connection manager */
+#define BURST_CTL_OP_CM_COMMAND_EX 44 /* a command of a push channel */
+/* 45: reserved for the connection manager */
+
+#define BURST_CTL_CM_OPEN_PUSH 1u /* cm_open_channel_req.flags: events pushed (see above) */
+#define BURST_CTL_CM_PUSH_WINDOW 64 /* events pushed and not acknowledged, at most */
+#define BURST_CTL_CM_CMD_ACK 0xFFFFFFFFu /* cm_command_ex_req.cmd: acknowledgement only */
+#define BURST_CTL_CM_EVENT_BYTES 336     /* sizeof(struct rdma_ucm_event_resp) */
+#define BURST_CTL_CM_EVENT_ACK_ME 1u     /* burst_ctl_cm_event.flags */
 
 /* The largest UCMA command and response relayed: CONNECT / ACCEPT are 296
  * bytes (256 bytes of private data + ECE), GET_EVENT's response 336 bytes,
@@ -83,7 +117,39 @@ struct burst_ctl_cm_command_resp {
   uint8_t out[BURST_CTL_CM_MAX_OUT];
 };
 
+/* CM_COMMAND_EX: CM_COMMAND with the acknowledgement of pushed events. */
+struct burst_ctl_cm_command_ex_req {
+  struct burst_ctl_hdr hdr;
+  uint32_t cmd; /* rdma_ucm_cmd_hdr.cmd, or BURST_CTL_CM_CMD_ACK */
+  uint16_t in_len;
+  uint16_t out_len;
+  uint64_t consumed;        /* the last event taken from this channel (0: none) */
+  uint64_t source_consumed; /* MIGRATE_ID: the same for the channel the id leaves */
+  uint8_t in[BURST_CTL_CM_MAX_IN];
+};
+
+/* Its response (a list op: entries[] has count sequence numbers). */
+struct burst_ctl_cm_command_ex_resp {
+  struct burst_ctl_hdr hdr;
+  uint32_t out_len; /* bytes of out[] for the command's response pointer */
+  uint32_t count;   /* pushed events to drop (DESTROY_ID, LEAVE_MCAST, MIGRATE_ID) */
+  uint8_t out[BURST_CTL_CM_MAX_OUT];
+  uint64_t entries[2 * BURST_CTL_CM_PUSH_WINDOW];
+};
+
+/* One pushed event, one SOCK_SEQPACKET message. */
+struct burst_ctl_cm_event {
+  uint64_t seq;   /* per channel, from 1 */
+  uint32_t flags; /* BURST_CTL_CM_EVENT_ACK_ME */
+  uint32_t len;   /* bytes of resp[] */
+  uint8_t resp[BURST_CTL_CM_EVENT_BYTES]; /* struct rdma_ucm_event_resp */
+};
+
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_open_channel_req) == 32, "cm_open_channel_req");
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_cm_command_ex_req, in) == 48, "cm_command_ex_req.in");
+BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_cm_command_ex_resp, entries) == 32 + BURST_CTL_CM_MAX_OUT,
+                        "cm_command_ex_resp.entries");
+BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_event) == 16 + BURST_CTL_CM_EVENT_BYTES, "cm_event");
 BURST_CTL_STATIC_ASSERT(sizeof(struct burst_ctl_cm_open_channel_resp) == 32,
                         "cm_open_channel_resp");
 BURST_CTL_STATIC_ASSERT(offsetof(struct burst_ctl_cm_command_req, in) == 32, "cm_command_req.in");

@@ -51,13 +51,16 @@
  * shim serves that node from burstd (protocol: abi/burst_ctl_cm.h):
  *
  *   open / open64 / openat / openat64 of exactly BURST_RDMA_CM_PATH
- *                       an eventfd (EFD_CLOEXEC / EFD_NONBLOCK from O_CLOEXEC /
- *                       O_NONBLOCK) is the channel fd; a hidden control
- *                       connection to burstd ($BURST_SOCKET or the default
- *                       path, HELLO first) carries CM_OPEN_CHANNEL with the
- *                       eventfd, which burstd keeps readable exactly while
- *                       the channel has events queued. burstd unreachable, or
- *                       without a connection manager: -1 ENODEV.
+ *                       a hidden control connection to burstd ($BURST_SOCKET or
+ *                       the default path, HELLO first), and the channel fd: one
+ *                       end of a socketpair(AF_UNIX, SOCK_SEQPACKET) (O_CLOEXEC /
+ *                       O_NONBLOCK from the flags), whose other end goes to
+ *                       burstd with CM_OPEN_CHANNEL (BURST_CTL_CM_OPEN_PUSH):
+ *                       burstd sends every event there, so the fd is readable
+ *                       exactly while events wait. A burstd that cannot push,
+ *                       or BURST_CM_PUSH=0: an eventfd, which burstd keeps
+ *                       readable while the channel has events queued. burstd
+ *                       unreachable, or without a connection manager: -1 ENODEV.
  *   fstat / fstat64 / fstatat(fd, "", AT_EMPTY_PATH) / __fxstat(64) on a channel
  *                       S_IFCHR | 0666, st_rdev BURST_RDMA_CM_CDEV_MAJOR:MINOR
  *                       (the kernel's misc device); everything else as the kernel's.
@@ -65,22 +68,26 @@
  *                       and MIGRATE_ID's fd resolved first, see burst_ctl_cm.h);
  *                       the response bytes copied to `response`; returns count,
  *                       or -1 with burstd's errno (EINVAL for a malformed
- *                       header, ENODEV once burstd is gone). GET_EVENT on an
- *                       empty queue waits on the eventfd (poll, together with
- *                       the hidden connection for burstd's hang-up) unless the
- *                       fd is O_NONBLOCK (then EAGAIN), without holding the
- *                       channel's lock: other threads' commands go on.
+ *                       header, ENODEV once burstd is gone). GET_EVENT takes the
+ *                       next pushed event from the socket (eventfd channel: a
+ *                       round trip); none: waits (poll, together with the
+ *                       hidden connection for burstd's hang-up) unless the fd
+ *                       is O_NONBLOCK (then EAGAIN), without holding the
+ *                       channel's locks: other threads' commands go on.
  *   close(channel)      the hidden connection is closed: burstd destroys the
  *                       channel's ids (DREQ for connections, REJ for pending
  *                       requests), as the kernel's ucma_close.
  *   read(channel)       not intercepted: librdmacm never reads the channel
- *                       (reading would reset the eventfd under burstd).
+ *                       (reading would take an event, or reset the eventfd).
+ *   dup / dup2 / dup3 / fcntl(F_DUPFD*) / close_range / closefrom
+ *                       a duplicate of a channel is the same channel; a channel
+ *                       number closed or replaced is forgotten.
  *   fork()              the child closes its copies of the hidden connections
  *                       (pthread_atfork): its inherited channels answer ENODEV,
  *                       the parent's go on undisturbed.
  * Commands on one channel are serialised (a mutex per channel); a channel fd
- * is recognised by its number and inode together (a table as for completion
- * channels). class/misc/rdma_cm/abi_version in burstctl's sysfs tree says 4.
+ * is recognised by its number, in a table the hooks above keep (no system
+ * call per write). class/misc/rdma_cm/abi_version in burstctl's sysfs tree says 4.
  *
  * C-compatible; needs no RDMA headers.
  */

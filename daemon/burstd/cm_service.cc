@@ -148,7 +148,12 @@ void CmService::close_channel(uint32_t channel) {
 
 int CmService::command(uint32_t channel, uint32_t cmd, const void* in, size_t in_len, void* out,
                        size_t out_len) {
-  if (channels_.count(channel) == 0) return -EBADF;
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return -EBADF;
+  if (it->second.push) {  // its commands keep the pushed events' owners: one path
+    ExResult none{nullptr, 0};
+    return command_ex(channel, cmd, 0, 0, in, in_len, out, out_len, &none);
+  }
   const int r = cma_->command(channel, cmd, in, in_len, out, out_len);
   rearm();
   return r;
@@ -188,11 +193,17 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
 void CmService::on_gsi_readable() {
   cm::Mad mads[kMadsPerWakeup];
   const size_t n = gsi_.receive(mads, kMadsPerWakeup);
-  for (size_t i = 0; i < n; ++i) ib_cm_->receive(mads[i]);
+  for (size_t i = 0; i < n; ++i) {
+    ib_cm_->receive(mads[i]);
+    // A push channel's events go out per MAD, not per batch: a listen's backlog
+    // is given back as its CONNECT_REQUESTs are pushed (docs/cm.md).
+    flush_pushes();
+  }
   rearm();
 }
 
 void CmService::rearm() {
+  flush_pushes();  // what the command, MADs or timers queued on push channels
   const uint64_t next = ib_cm_->next_deadline();
   if (next == armed_) return;
   armed_ = next;
@@ -222,6 +233,10 @@ void CmService::event_pending(cm::ChannelId channel, bool pending) {
   if (it == channels_.end() || it->second.pending == pending) return;
   Channel& c = it->second;
   c.pending = pending;
+  if (c.push) {  // taken off and sent by flush_pushes, after the current call
+    if (pending) to_push_.push_back(channel);
+    return;
+  }
   if (pending) {
     const uint64_t one = 1;
     if (write(c.event_fd, &one, sizeof(one)) != sizeof(one)) {

@@ -56,7 +56,8 @@ X(ATTACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kLive,    
 X(DETACH_MCAST,   mcast_req,          empty_resp,        FIXED, 0, 0, kSession, op_detach_mcast)   \
 X(REG_DMABUF_MR,  reg_dmabuf_mr_req,  reg_mr_resp,       FIXED, 1, 0, kLive,    op_reg_dmabuf_mr)  \
 X(CM_OPEN_CHANNEL, cm_open_channel_req, cm_open_channel_resp, FIXED, 1, 0, kLive, op_cm_open_channel) \
-X(CM_COMMAND,     cm_command_req,     cm_command_resp,   FIXED, 0, 0, kLive,    op_cm_command)
+X(CM_COMMAND,     cm_command_req,     cm_command_resp,   FIXED, 0, 0, kLive,    op_cm_command)     \
+X(CM_COMMAND_EX,  cm_command_ex_req,  cm_command_ex_resp, LIST, 0, 0, kLive,    op_cm_command_ex)
 // clang-format on
 
 // The wire facts of one row as a ctl::OpSpec initializer (ctl_codec.h).

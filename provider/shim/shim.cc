@@ -4,8 +4,9 @@
 // shim_rdma_cm.cc's and shim_ucma.cc's, reached from write() and close() here.
 // Preloaded into every process `burstctl run` starts, most of which never
 // touch verbs, so:
-//   - write() costs one size comparison unless the write is exactly 16 bytes,
-//     and then one fstat(), plus one atomic load (rdma_cm channels exist?);
+//   - write() costs one atomic load (rdma_cm channels exist?; then one more:
+//     is fd one?) and one size comparison unless the write is exactly 16
+//     bytes, and then one fstat();
 //     close() costs two atomic loads until a channel exists in the process;
 //   - nothing here allocates, locks, throws or uses libstdc++; the channel
 //     table is a fixed array of atomics, so close() and
@@ -224,13 +225,15 @@ bool create_comp_channel(int fd, const void* buf, size_t count, ssize_t* ret) {
 }  // namespace
 
 BURST_SHIM_EXPORT ssize_t write(int fd, const void* buf, size_t count) {
-  if (count == sizeof(CreateCompChannelCmd)) [[unlikely]] {
-    ssize_t ret;
-    if (create_comp_channel(fd, buf, count, &ret)) return ret;
-  }
+  // rdma_cm channels first (one load per write): GET_EVENT and RESOLVE_ROUTE
+  // are 16 bytes too, and a channel is never a uverbs node.
   if (burst::shim::cm_channels_exist()) [[unlikely]] {
     ssize_t ret;
     if (burst::shim::cm_write(fd, buf, count, &ret)) return ret;
+  }
+  if (count == sizeof(CreateCompChannelCmd)) [[unlikely]] {
+    ssize_t ret;
+    if (create_comp_channel(fd, buf, count, &ret)) return ret;
   }
   return real_write(fd, buf, count);
 }

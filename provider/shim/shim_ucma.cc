@@ -9,6 +9,7 @@
 // channel's eventfd, without holding the channel's mutex.
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/rdma_user_cm.h>
 
 #include <cerrno>
@@ -56,9 +57,15 @@ static_assert(offsetof(rdma_ucm_create_id, response) == 8);
 static_assert(offsetof(rdma_ucm_set_option, optlen) == 20 && sizeof(rdma_ucm_set_option) == 24);
 static_assert(offsetof(rdma_ucm_migrate_id, fd) == 12);
 
-// Turns what the application wrote into the relayed input (req->in, in_len):
-// 0 or an errno value.
-int build_input(const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, burst_ctl_cm_command_req* req) {
+// The relayed input of a command (CM_COMMAND's or CM_COMMAND_EX's in[]).
+struct Input {
+  uint8_t* in;
+  uint16_t in_len = 0;
+  int from = -1;  // MIGRATE_ID: the slot of the channel the id leaves
+};
+
+// Turns what the application wrote into the relayed input: 0 or an errno value.
+int build_input(const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, Input* req) {
   if (hdr.in > BURST_CTL_CM_MAX_IN) return EINVAL;
   memcpy(req->in, body, hdr.in);
   req->in_len = hdr.in;
@@ -76,6 +83,7 @@ int build_input(const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, burst_ctl_cm_c
     const int target = cm_find_channel(static_cast<int>(m.fd));
     if (target < 0) return EBADF;  // not an rdma_cm channel of this process
     m.fd = cm_channel_id(target);
+    req->from = target;
     memcpy(req->in, &m, sizeof(m));
   }
   return 0;
@@ -97,17 +105,64 @@ int wait_event(int fd, int slot) {
   }
 }
 
-// The command on channel `slot`; resp gets burstd's answer. 0 or an errno.
-int relay(int fd, int slot, burst_ctl_cm_command_req* req, burst_ctl_cm_command_resp* resp) {
-  const bool get_event = req->cmd == RDMA_USER_CM_CMD_GET_EVENT;
+// The command on eventfd channel `slot`: the response bytes in out (*n). 0 or an errno.
+int relay(int fd, int slot, const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, uint8_t* out,
+          size_t out_len, size_t* n) {
+  burst_ctl_cm_command_req req{};
+  req.cmd = hdr.cmd;
+  req.out_len = static_cast<uint16_t>(out_len);
+  Input input{req.in};
+  if (int e = build_input(hdr, body, &input); e != 0) return e;
+  req.in_len = input.in_len;
+  burst_ctl_cm_command_resp resp;
   for (;;) {
-    const int e = cm_call(slot, BURST_CTL_OP_CM_COMMAND, req, sizeof(*req), resp, sizeof(*resp));
-    if (!get_event || e != EAGAIN) return e;
-    const int fl = fcntl(fd, F_GETFL);
-    if (fl < 0) return errno;
-    if (fl & O_NONBLOCK) return EAGAIN;
-    if (int w = wait_event(fd, slot); w != 0) return w;
+    const int e = cm_call(slot, BURST_CTL_OP_CM_COMMAND, &req, sizeof(req), &resp, sizeof(resp));
+    if (e == EAGAIN && req.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
+      const int fl = fcntl(fd, F_GETFL);
+      if (fl < 0) return errno;
+      if (fl & O_NONBLOCK) return EAGAIN;
+      if (int w = wait_event(fd, slot); w != 0) return w;
+      continue;
+    }
+    if (e != 0) return e;
+    break;
   }
+  *n = resp.out_len < out_len ? resp.out_len : out_len;
+  memcpy(out, resp.out, *n);
+  return 0;
+}
+
+uint64_t consumed_of(int slot) { return __atomic_load_n(&cm_events(slot).consumed, __ATOMIC_RELAXED); }
+
+// A command on push channel `slot` (CM_COMMAND_EX). DESTROY_ID, LEAVE_MCAST and
+// MIGRATE_ID may drop pushed events of a channel: its event mutex is held
+// across, so that what it acknowledges is exact, and burstd's list of events
+// to drop is applied before anyone reads on.
+int relay_ex(int slot, const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, uint8_t* out,
+             size_t out_len, size_t* n) {
+  burst_ctl_cm_command_ex_req req{};
+  req.cmd = hdr.cmd;
+  req.out_len = static_cast<uint16_t>(out_len);
+  Input input{req.in};
+  if (int e = build_input(hdr, body, &input); e != 0) return e;
+  req.in_len = input.in_len;
+  const bool drops =
+      hdr.cmd == RDMA_USER_CM_CMD_DESTROY_ID || hdr.cmd == RDMA_USER_CM_CMD_LEAVE_MCAST;
+  const int locked = drops ? slot : hdr.cmd == RDMA_USER_CM_CMD_MIGRATE_ID ? input.from : -1;
+  if (locked >= 0) pthread_mutex_lock(cm_events_mutex(locked));
+  req.consumed = consumed_of(slot);
+  if (input.from >= 0) req.source_consumed = consumed_of(input.from);
+  burst_ctl_cm_command_ex_resp resp;
+  const int e = cm_call(slot, BURST_CTL_OP_CM_COMMAND_EX, &req, sizeof(req), &resp, sizeof(resp),
+                        offsetof(burst_ctl_cm_command_ex_resp, entries));
+  if (e == 0 && locked >= 0 && resp.count <= sizeof(resp.entries) / sizeof(resp.entries[0])) {
+    cm_note_dead(locked, resp.entries, resp.count);
+  }
+  if (locked >= 0) pthread_mutex_unlock(cm_events_mutex(locked));
+  if (e != 0) return e;
+  *n = resp.out_len < out_len ? resp.out_len : out_len;
+  memcpy(out, resp.out, *n);
+  return 0;
 }
 
 }  // namespace
@@ -130,17 +185,22 @@ bool cm_write(int fd, const void* buf, size_t count, ssize_t* ret) {
   if (off != kNone && hdr.in >= static_cast<size_t>(off) + sizeof(response)) {
     memcpy(&response, body + off, sizeof(response));
   }
-  burst_ctl_cm_command_req req{};
-  req.cmd = hdr.cmd;
-  req.out_len = hdr.out < BURST_CTL_CM_MAX_OUT ? hdr.out : BURST_CTL_CM_MAX_OUT;
-  if (int e = build_input(hdr, body, &req); e != 0) return errno = e, true;
-  burst_ctl_cm_command_resp resp;
-  if (int e = relay(fd, slot, &req, &resp); e != 0) return errno = e, true;
-  size_t n = resp.out_len;
-  if (n > req.out_len) n = req.out_len;
+  const size_t out_len = hdr.out < BURST_CTL_CM_MAX_OUT ? hdr.out : BURST_CTL_CM_MAX_OUT;
+  alignas(8) uint8_t out[BURST_CTL_CM_MAX_OUT];
+  size_t n = 0;
+  int e;
+  if (cm_event_socket(slot) < 0) {
+    e = relay(fd, slot, hdr, body, out, out_len, &n);
+  } else if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
+    if (response == 0 && out_len > 0) return errno = EFAULT, true;  // before an event is taken
+    e = cm_take_event(slot, out, out_len, &n);
+  } else {
+    e = relay_ex(slot, hdr, body, out, out_len, &n);
+  }
+  if (e != 0) return errno = e, true;
   if (n > 0) {
     if (response == 0) return errno = EFAULT, true;
-    memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(response)), resp.out, n);
+    memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(response)), out, n);
   }
   *ret = static_cast<ssize_t>(count);
   errno = saved;

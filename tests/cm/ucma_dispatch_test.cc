@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,9 +47,23 @@ class FakeCm final : public CmChannels {
     std::memset(out, 0xab, out_len);
     return static_cast<int>(out_len);
   }
+  int open_push_channel(uint32_t channel, pid_t pid, int sock) override {
+    opened.emplace_back(channel, pid);
+    if (sock < 0) return EBADF;
+    close(sock);
+    return 0;
+  }
+  int command_ex(uint32_t channel, uint32_t cmd, uint64_t consumed, uint64_t, const void* in,
+                 size_t in_len, void* out, size_t out_len, ExResult* ex) override {
+    last_consumed = consumed;
+    const int r = command(channel, cmd, in, in_len, out, out_len);
+    for (uint64_t s = 1; s <= 3 && cmd == 1; ++s) ex->dead[ex->n_dead++] = s * 10;  // DESTROY_ID
+    return r;
+  }
   void counters(std::vector<std::pair<std::string, uint64_t>>* out) const override {
     out->emplace_back("cma.channels", 7);
   }
+  uint64_t last_consumed = 0;
   std::vector<std::pair<uint32_t, pid_t>> opened;
   std::vector<uint32_t> closed;
   uint32_t last_channel = 0, last_cmd = 0;
@@ -135,7 +150,7 @@ TEST_F(UcmaDispatch, OpenChannelNamesTheSessionAndItsProcess) {
   // No descriptor: the CM's answer (EBADF); flags must be 0.
   EXPECT_EQ(call(request<burst_ctl_cm_open_channel_req>(BURST_CTL_OP_CM_OPEN_CHANNEL)), EBADF);
   auto bad = request<burst_ctl_cm_open_channel_req>(BURST_CTL_OP_CM_OPEN_CHANNEL);
-  bad.flags = 1;
+  bad.flags = 2;  // not a flag (1 is BURST_CTL_CM_OPEN_PUSH)
   EXPECT_EQ(call(bad, nullptr, eventfd(0, EFD_CLOEXEC)), EINVAL);
   disp_->close_session(s_, "closed");
   EXPECT_EQ(cm.closed, std::vector<uint32_t>{5u});
@@ -170,6 +185,36 @@ TEST_F(UcmaDispatch, CommandBytesAndErrors) {
   req.cmd = 12;
   EXPECT_EQ(call(req, &out), EAGAIN);
   EXPECT_EQ(out.size(), sizeof(burst_ctl_hdr));
+}
+
+// CM_COMMAND_EX (a push channel's): the acknowledgement reaches the CM, and the
+// response is a list: only the used entries (pushed events to drop) are sent.
+TEST_F(UcmaDispatch, CommandExCarriesTheAcknowledgementAndAShortList) {
+  FakeCm& cm = cm_;
+  disp_->set_cm(&cm);
+  auto req = request<burst_ctl_cm_command_ex_req>(BURST_CTL_OP_CM_COMMAND_EX);
+  req.cmd = 1;  // DESTROY_ID: the fake lists three sequence numbers
+  req.in_len = 16;
+  req.out_len = 4;
+  req.consumed = 77;
+  std::vector<uint8_t> out;
+  ASSERT_EQ(call(req, &out), 0);
+  EXPECT_EQ(cm.last_consumed, 77u);
+  ASSERT_EQ(out.size(), offsetof(burst_ctl_cm_command_ex_resp, entries) + 3 * sizeof(uint64_t));
+  const auto* r = reinterpret_cast<const burst_ctl_cm_command_ex_resp*>(out.data());
+  EXPECT_EQ(r->out_len, 4u);
+  ASSERT_EQ(r->count, 3u);
+  EXPECT_EQ(r->entries[2], 30u);
+  req.cmd = 0;  // CREATE_ID: nothing to drop
+  ASSERT_EQ(call(req, &out), 0);
+  EXPECT_EQ(out.size(), offsetof(burst_ctl_cm_command_ex_resp, entries));
+  // The push open: a descriptor and flag 1.
+  auto open = request<burst_ctl_cm_open_channel_req>(BURST_CTL_OP_CM_OPEN_CHANNEL);
+  open.flags = BURST_CTL_CM_OPEN_PUSH;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  EXPECT_EQ(call(open, nullptr, sv[1]), 0);
+  close(sv[0]);
 }
 
 TEST_F(UcmaDispatch, CountersIncludeTheConnectionManagers) {

@@ -105,6 +105,23 @@ elif cm_want qperf; then
   echo "qperf SKIP (apt-get install qperf)" >>"$REPORT"
 fi
 
+# Events the application has not read yet (pushed by burstd, docs/cm.md "Relay fast path"):
+# rdma_migrate_id moves them, rdma_destroy_id drops them, neither hangs (cm_pushcheck.c).
+PUSHCHECK=${CM_PUSHCHECK:-$(dirname "$BURSTCTL")/../../tests/cm/cm_pushcheck}
+if cm_want push && [[ -x $PUSHCHECK ]]; then
+  log "push: unread events through rdma_migrate_id and rdma_destroy_id"
+  T=40
+  runB "$PUSHCHECK" 10.47.0.1 >"$TMP/push" 2>&1
+  if grep -q "PASS migrate" "$TMP/push" && grep -q "PASS destroy" "$TMP/push"; then
+    echo "== push: $(grep PASS "$TMP/push" | paste -sd ' ')" >>"$REPORT"
+  else
+    cat "$TMP/push"
+    FAILED+=(push)
+  fi
+elif cm_want push; then
+  echo "== push: skipped (cm_pushcheck not built)" >>"$REPORT"
+fi
+
 # Nobody listens on port 9: the peer's CM rejects the REQ (IBA: invalid
 # service ID), well before the connect could time out.
 if cm_want reject; then
