@@ -227,7 +227,9 @@ class IbCm {
   CmHandle create_id(uint64_t context);
   // As ib_destroy_cm_id: sends what the state requires (REJ for a pending REQ,
   // DREQ for an established connection...), then forgets the id (its timewait
-  // runs on without it; no event is delivered for it afterwards).
+  // runs on without it; no event is delivered for it afterwards). Unlike cm.c,
+  // a DREQ in flight keeps its retries until answered (a lost one would leave
+  // the peer connected), then the timewait.
   void destroy_id(CmHandle handle);
 
   // 0 or an errno value (EBUSY: the service ID is taken, EINVAL: bad state).

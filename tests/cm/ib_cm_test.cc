@@ -328,6 +328,48 @@ TEST(IbCm, MraExtendsTheWait) {
   EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
 }
 
+// An established id destroyed at once (rping's client: DISCONNECT, then
+// DESTROY_ID) whose DREQ is lost: the DREQ is retried (cm.c would cancel it and
+// leave the peer connected), the peer gets DISCONNECTED, its DREP ends the retries.
+TEST(IbCm, DestroyedIdRetriesItsLostDreq) {
+  CmPair p;
+  p.drop_first[{0, static_cast<uint16_t>(CmAttr::kDreq)}] = 1;
+  CmHandle a = p.connect();
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  ASSERT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  p.a->cm.destroy_id(a);
+  p.settle(p.clock_ns + 1);
+  EXPECT_EQ(p.b->count(CmEventType::kDreqReceived), 0);  // lost
+  p.settle(p.clock_ns + 10ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.sent_of(0, CmAttr::kDreq), 2);
+  EXPECT_EQ(p.b->count(CmEventType::kDreqReceived), 1);  // answered with the DREP (auto)
+  EXPECT_EQ(p.a->cm.counters().timeouts, 0u);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(p.listen_b);
+  p.settle();
+  EXPECT_EQ(p.sent_of(0, CmAttr::kDreq), 2);  // the DREP stopped them
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
+// DREQs crossing while one side's id is already destroyed: that side answers
+// the peer's DREQ itself and both reach timewait.
+TEST(IbCm, DestroyedIdAnswersACrossingDreq) {
+  CmPair p;
+  CmHandle a = p.connect();
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  p.cut = true;
+  p.a->cm.destroy_id(a);  // its DREQ lost
+  ASSERT_EQ(p.b->cm.send_dreq(b, nullptr, 0), 0);  // B's lost too
+  p.cut = false;
+  p.settle(p.clock_ns + 10ull * 1000 * 1000 * 1000);  // both retry
+  EXPECT_GE(p.sent_of(0, CmAttr::kDrep), 1);
+  EXPECT_GE(p.b->count(CmEventType::kDreqReceived) + p.b->count(CmEventType::kDrepReceived), 1);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(p.listen_b);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
 TEST(IbCm, EstablishBeforeRtu) {
   CmPair p;
   p.drop_first[{0, static_cast<uint16_t>(CmAttr::kRtu)}] = 1;
