@@ -158,6 +158,16 @@ void IbCm::destroy_id(CmHandle handle) {
   if (Conn* c = impl_->by_handle(handle)) impl_->destroy(c);
 }
 
+void IbCm::drop_request(CmHandle handle) {
+  Conn* c = impl_->by_handle(handle);
+  if (!c) return;
+  if (c->state != CmState::kReqRcvd && c->state != CmState::kMraReqSent) {
+    impl_->destroy(c);
+    return;
+  }
+  impl_->forget(c);  // its remote IDs go too: the retry is not a duplicate
+}
+
 int IbCm::listen(CmHandle handle, uint64_t service_id, uint64_t service_mask) {
   Conn* c = impl_->by_handle(handle);
   if (!c || c->state != CmState::kIdle) return EINVAL;

@@ -231,6 +231,11 @@ class IbCm {
   // a DREQ in flight keeps its retries until answered (a lost one would leave
   // the peer connected), then the timewait.
   void destroy_id(CmHandle handle);
+  // As cm_destroy_id(-ENOMEM) after a REQ_RECEIVED handler failed (cm.c: "do
+  // not reject to allow future retries"): a received REQ its user cannot take
+  // now (rdma_cm: the listen's backlog is full) is forgotten without a REJ, so
+  // the peer's retransmitted REQ is a new request. Other states: destroy_id.
+  void drop_request(CmHandle handle);
 
   // 0 or an errno value (EBUSY: the service ID is taken, EINVAL: bad state).
   int listen(CmHandle handle, uint64_t service_id, uint64_t service_mask);

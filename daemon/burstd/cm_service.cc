@@ -180,6 +180,7 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
       {"cma.events_queued", a.events_queued},
       {"cma.events_dropped_queue_full", a.events_dropped_queue_full},
       {"cma.commands_refused", a.commands_refused},
+      {"cma.requests_dropped_backlog", a.requests_dropped_backlog},
       {"cma.channels", channels_.size()},
   };
   for (const auto& [name, value] : rows) out->emplace_back(name, value);
