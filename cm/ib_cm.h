@@ -201,6 +201,7 @@ struct CmCounters {
   uint64_t timeouts = 0;
   uint64_t unsupported_attr = 0;     // ClassPortInfo, LAP, APR: recognised, not served
   uint64_t rej_sent_no_resources = 0; // REQ / SIDR_REQ beyond the id table's bound
+  uint64_t mra_sent_delayed = 0;     // a REQ / REP retransmitted before its user answered
 };
 
 class IbCmHost {

@@ -170,6 +170,7 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
       {"cm.rej_sent_no_resources", m.rej_sent_no_resources},
       {"cm.unsupported_attr", m.unsupported_attr},
       {"cm.timeouts", m.timeouts},
+      {"cm.mra_sent_delayed", m.mra_sent_delayed},
       {"cm.ids", ib_cm_->id_count()},
       {"cma.route_cache_hits", routes_.hits},
       {"cma.route_cache_misses", routes_.misses},

@@ -328,6 +328,74 @@ TEST(IbCm, MraExtendsTheWait) {
   EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
 }
 
+// cma's delayed MRA, passive side: the application has not accepted when the
+// peer's REQ timer fires; the retransmitted REQ gets an MRA (service timeout 24,
+// ~69 s), so an accept a minute later still connects although the peer's REQ
+// retries alone (2 here) would have run out after ~15 s.
+TEST(IbCm, SlowAcceptorHoldsThePeerOffWithMra) {
+  CmPair p;
+  p.b->auto_answer = false;
+  CmHandle l = p.b->cm.create_id(0);
+  p.b->cm.listen(l, kPsTcpService, 0);
+  CmHandle a = p.a->cm.create_id(0);
+  CmReqParams r = p.req_params(*p.a, *p.b);
+  r.max_cm_retries = 2;
+  ASSERT_EQ(p.a->cm.send_req(a, r), 0);
+  p.settle(p.clock_ns + 1);
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  ASSERT_NE(b, kNoCmHandle);
+  EXPECT_EQ(p.sent_of(1, CmAttr::kMra), 0);  // delayed: nothing before a duplicate
+  p.settle(p.clock_ns + 60ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.a->cm.counters().retransmits, 1u);
+  EXPECT_EQ(p.sent_of(1, CmAttr::kMra), 1);
+  EXPECT_EQ(p.b->cm.counters().mra_sent_delayed, 1u);
+  EXPECT_EQ(p.a->count(CmEventType::kMraReceived), 1);
+  EXPECT_EQ(p.a->count(CmEventType::kReqError), 0);
+  CmRepParams rep;
+  rep.qpn = 0x22;
+  ASSERT_EQ(p.b->cm.send_rep(b, rep), 0);
+  p.settle(p.clock_ns + 1);
+  ASSERT_EQ(p.a->count(CmEventType::kRepReceived), 1);  // A answers it with the RTU
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  p.a->cm.destroy_id(a);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(l);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
+// The same on the active side (cma_ib_handler's IB_CM_REP_RECEIVED): the
+// application answers CONNECT_RESPONSE (the RTU) late; the passive side's
+// retransmitted REP gets an MRA and its REP retries do not run out.
+TEST(IbCm, SlowRtuHoldsThePeerOffWithMra) {
+  CmPair p;
+  p.a->auto_answer = false;
+  CmHandle l = p.b->cm.create_id(0);
+  p.b->cm.listen(l, kPsTcpService, 0);
+  CmHandle a = p.a->cm.create_id(0);
+  CmReqParams r = p.req_params(*p.a, *p.b);
+  r.max_cm_retries = 2;  // B's REP retries too: REP_ERROR after ~15 s without the MRA
+  ASSERT_EQ(p.a->cm.send_req(a, r), 0);
+  p.settle(p.clock_ns + 1);
+  ASSERT_EQ(p.a->count(CmEventType::kRepReceived), 1);
+  p.settle(p.clock_ns + 60ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.b->cm.counters().retransmits, 1u);  // one REP retry, then the MRA's wait
+  EXPECT_EQ(p.sent_of(0, CmAttr::kMra), 1);
+  EXPECT_EQ(p.a->cm.counters().mra_sent_delayed, 1u);
+  EXPECT_EQ(p.b->count(CmEventType::kMraReceived), 1);
+  EXPECT_EQ(p.b->count(CmEventType::kRepError), 0);
+  EXPECT_EQ(p.a->count(CmEventType::kRepReceived), 1);  // the duplicate is no new event
+  ASSERT_EQ(p.a->cm.send_rtu(a, nullptr, 0), 0);
+  p.settle(p.clock_ns + 1);
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  p.a->cm.destroy_id(a);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(l);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
 // An established id destroyed at once (rping's client: DISCONNECT, then
 // DESTROY_ID) whose DREQ is lost: the DREQ is retried (cm.c would cancel it and
 // leave the peer connected), the peer gets DISCONNECTED, its DREP ends the retries.
