@@ -80,6 +80,9 @@ struct CmaCounters {
   uint64_t events_queued = 0;
   uint64_t events_dropped_queue_full = 0;  // a channel's queue at its limit (the id gets an error)
   uint64_t commands_refused = 0;           // EINVAL/EPERM/... answers
+  // A REQ for a listen whose backlog was full (or whose channel's event queue
+  // was): dropped without a REJ, as ucma's -ENOMEM; the peer's CM retries it.
+  uint64_t requests_dropped_backlog = 0;
 };
 
 class Cma {

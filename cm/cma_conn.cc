@@ -195,8 +195,9 @@ void Cma::Impl::on_req(uint64_t sid, CmHandle handle, const CmEvent& ev) {
     refuse_request(handle);
     return;
   }
-  if (!listener->backlog) {  // ucma: no room for another request
-    ib.destroy_id(handle);
+  if (!listener->backlog) {  // ucma_event_handler: -ENOMEM, so no REJ (the peer retries)
+    counters.requests_dropped_backlog++;
+    ib.drop_request(handle);
     return;
   }
   Id* id = new_conn_id(listener, handle, local, remote);
@@ -232,7 +233,11 @@ void Cma::Impl::on_req(uint64_t sid, CmHandle handle, const CmEvent& ev) {
   c.rnr_retry_count = req.rnr_retry_count;
   c.srq = req.srq;
   c.qp_num = req.qpn;
-  if (!queue_event(e)) {
+  if (!queue_event(e)) {  // the channel's queue is full: dropped as for the backlog
+    counters.requests_dropped_backlog++;
+    by_cm.erase(handle);
+    id->cm = kNoCmHandle;
+    ib.drop_request(handle);
     destroy(id);
     return;
   }

@@ -118,17 +118,21 @@ void IbCm::Impl::destroy(Conn* c) {
       out = build_rej(*c, CmMsgKind::kOther, RejReason::kConsumerReject, nullptr, 0, nullptr, 0);
       enter_timewait(c);
       break;
-    case CmState::kEstablished:  // one DREQ, not retried: the id is going away
+    case CmState::kEstablished:  // the DREQ, retried as send_dreq's (below)
       c->tid = own_tid(*c);
       out = build_dreq(*c, nullptr, 0);
-      enter_timewait(c);
+      c->state = CmState::kDreqSent;
+      start_retry(c, out, c->peer_timeout_ns, c->max_cm_retries);
       break;
     case CmState::kDreqRcvd:
       out = build_rtu_drep(*c, CmAttr::kDrep, nullptr, 0);
       enter_timewait(c);
       break;
     case CmState::kDreqSent:
-      enter_timewait(c);
+      // cm.c cancels the DREQ here and enters timewait: a lost DREQ then leaves
+      // the peer connected for good (rping's server waits for DISCONNECTED
+      // forever). Its retries go on instead until the DREP (or a DREQ, REJ, or
+      // the retries' end) brings the id to its timewait.
       has_out = false;
       break;
     default:
@@ -137,7 +141,7 @@ void IbCm::Impl::destroy(Conn* c) {
   }
   handles.erase(c->handle);
   c->handle = kNoCmHandle;
-  if (c->state != CmState::kTimewait) forget(c);
+  if (c->state != CmState::kTimewait && c->state != CmState::kDreqSent) forget(c);
   if (has_out) send(out);
 }
 
@@ -152,6 +156,16 @@ CmHandle IbCm::create_id(uint64_t context) {
 
 void IbCm::destroy_id(CmHandle handle) {
   if (Conn* c = impl_->by_handle(handle)) impl_->destroy(c);
+}
+
+void IbCm::drop_request(CmHandle handle) {
+  Conn* c = impl_->by_handle(handle);
+  if (!c) return;
+  if (c->state != CmState::kReqRcvd && c->state != CmState::kMraReqSent) {
+    impl_->destroy(c);
+    return;
+  }
+  impl_->forget(c);  // its remote IDs go too: the retry is not a duplicate
 }
 
 int IbCm::listen(CmHandle handle, uint64_t service_id, uint64_t service_mask) {

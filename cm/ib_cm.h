@@ -201,6 +201,7 @@ struct CmCounters {
   uint64_t timeouts = 0;
   uint64_t unsupported_attr = 0;     // ClassPortInfo, LAP, APR: recognised, not served
   uint64_t rej_sent_no_resources = 0; // REQ / SIDR_REQ beyond the id table's bound
+  uint64_t mra_sent_delayed = 0;     // a REQ / REP retransmitted before its user answered
 };
 
 class IbCmHost {
@@ -227,8 +228,15 @@ class IbCm {
   CmHandle create_id(uint64_t context);
   // As ib_destroy_cm_id: sends what the state requires (REJ for a pending REQ,
   // DREQ for an established connection...), then forgets the id (its timewait
-  // runs on without it; no event is delivered for it afterwards).
+  // runs on without it; no event is delivered for it afterwards). Unlike cm.c,
+  // a DREQ in flight keeps its retries until answered (a lost one would leave
+  // the peer connected), then the timewait.
   void destroy_id(CmHandle handle);
+  // As cm_destroy_id(-ENOMEM) after a REQ_RECEIVED handler failed (cm.c: "do
+  // not reject to allow future retries"): a received REQ its user cannot take
+  // now (rdma_cm: the listen's backlog is full) is forgotten without a REJ, so
+  // the peer's retransmitted REQ is a new request. Other states: destroy_id.
+  void drop_request(CmHandle handle);
 
   // 0 or an errno value (EBUSY: the service ID is taken, EINVAL: bad state).
   int listen(CmHandle handle, uint64_t service_id, uint64_t service_mask);

@@ -33,8 +33,8 @@ inline constexpr size_t kMaxPassiveIds = kMaxCmIds * 3 / 4;
 // Local CA ACK delay of a burst port (the provider reports the same, 15 as rxe):
 // the REQ's local ACK timeout is computed from it as cm.c's cm_ack_timeout.
 inline constexpr uint8_t kCaAckDelay = 15;
-// Service timeout of the MRA IbCm sends by itself for a REQ retransmitted while
-// its user has not answered yet (cma's CMA_CM_MRA_SETTING: 24, ~69 s).
+// Service timeout of the MRA IbCm sends by itself for a REQ or REP retransmitted
+// while its user has not answered yet (cma's CMA_CM_MRA_SETTING: 24, ~69 s).
 inline constexpr uint8_t kAutoMraServiceTimeout = 24;
 // The wait for a SIDR_REP (cma asks 4096 ms; 4.096 us * 2^20 ~ 4.3 s).
 inline constexpr uint8_t kSidrResponseTimeout = 20;
@@ -142,6 +142,7 @@ struct IbCm::Impl {
   void rx_sidr_rep(const Mad& mad, const MadHeader& h);
   void rx_unsupported(const Mad& mad, const MadHeader& h);
   void dup_req(Conn* c, const Mad& mad);
+  void hold_off(Conn* c, CmMsgKind kind);  // the delayed MRA of a REQ / REP not answered yet
   // The connection a MAD names by (our ID, the peer's ID), from its GID; counts a miss.
   Conn* match(const Mad& mad, uint32_t our_id, uint32_t their_id, bool check_their_id);
 

@@ -109,6 +109,20 @@ Conn* IbCm::Impl::match(const Mad& mad, uint32_t our_id, uint32_t their_id, bool
 
 void IbCm::Impl::rx_unsupported(const Mad&, const MadHeader&) { ++counters.unsupported_attr; }
 
+// cma's delayed MRA (6.1: CMA_CM_MRA_SETTING is IB_CM_MRA_FLAG_DELAY | 24):
+// rdma_cm marks every REQ / REP its application has not answered yet as MRAed
+// without sending anything; cm_dup_req_handler / cm_dup_rep_handler send the
+// MRA when the peer retransmits, i.e. when the application is slower than the
+// peer's CM response timeout. Here the same happens at the duplicate: the MRA
+// (service timeout 24, ~69 s) is sent and kept for further duplicates.
+void IbCm::Impl::hold_off(Conn* c, CmMsgKind kind) {
+  c->mra_mad = build_mra(*c, kind, kAutoMraServiceTimeout, nullptr, 0);
+  c->mra_sent = true;
+  c->state = kind == CmMsgKind::kReq ? CmState::kMraReqSent : CmState::kMraRepSent;
+  ++counters.mra_sent_delayed;
+  send(c->mra_mad);
+}
+
 // A REQ we already hold an id for (cm_dup_req_handler, with the REP resent).
 void IbCm::Impl::dup_req(Conn* c, const Mad& mad) {
   if (c->peer_gid != mad.peer.gid) {
@@ -118,10 +132,7 @@ void IbCm::Impl::dup_req(Conn* c, const Mad& mad) {
   ++counters.duplicate_req;
   switch (c->state) {
     case CmState::kReqRcvd:  // its user has not answered yet: hold the peer off
-      c->mra_mad = build_mra(*c, CmMsgKind::kReq, kAutoMraServiceTimeout, nullptr, 0);
-      c->mra_sent = true;
-      c->state = CmState::kMraReqSent;
-      send(c->mra_mad);
+      hold_off(c, CmMsgKind::kReq);
       break;
     case CmState::kMraReqSent:
       send(c->mra_mad);
@@ -289,8 +300,9 @@ void IbCm::Impl::rx_rep(const Mad& mad, const MadHeader&) {
     case CmState::kMraRepSent:
       if (same_peer && c->mra_sent) send(c->mra_mad);
       return;
-    case CmState::kRepRcvd:
-      return;  // duplicate; the user has not answered yet
+    case CmState::kRepRcvd:  // its user has not answered yet: hold the peer off
+      if (same_peer) hold_off(c, CmMsgKind::kRep);
+      return;
     default:
       ++counters.dropped_no_match;
       return;

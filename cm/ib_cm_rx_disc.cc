@@ -33,6 +33,11 @@ void IbCm::Impl::rx_dreq(const Mad& mad, const MadHeader& h) {
   disarm(c);
   c->state = CmState::kDreqRcvd;
   c->tid = h.tid;
+  if (c->handle == kNoCmHandle) {  // destroyed while its DREQ is retried: nobody else answers
+    send(build_rtu_drep(*c, CmAttr::kDrep, nullptr, 0));
+    enter_timewait(c);
+    return;
+  }
   CmEvent ev;
   ev.type = CmEventType::kDreqReceived;
   ev.peer = mad.peer;

@@ -175,6 +175,7 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
       {"cm.rej_sent_no_resources", m.rej_sent_no_resources},
       {"cm.unsupported_attr", m.unsupported_attr},
       {"cm.timeouts", m.timeouts},
+      {"cm.mra_sent_delayed", m.mra_sent_delayed},
       {"cm.ids", ib_cm_->id_count()},
       {"cma.route_cache_hits", routes_.hits},
       {"cma.route_cache_misses", routes_.misses},
@@ -185,6 +186,7 @@ void CmService::counters(std::vector<std::pair<std::string, uint64_t>>* out) con
       {"cma.events_queued", a.events_queued},
       {"cma.events_dropped_queue_full", a.events_dropped_queue_full},
       {"cma.commands_refused", a.commands_refused},
+      {"cma.requests_dropped_backlog", a.requests_dropped_backlog},
       {"cma.channels", channels_.size()},
   };
   for (const auto& [name, value] : rows) out->emplace_back(name, value);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 
 namespace burst::burstd {
 namespace {
@@ -12,7 +13,31 @@ constexpr uint32_t kReceiveChunk = 16;  // MADs taken from the ring at a time
 }  // namespace
 
 Gsi::Gsi(std::vector<net::Gid> gids, Resolve resolve, core::Handoff* handoff)
-    : gids_(std::move(gids)), resolve_(std::move(resolve)), handoff_(handoff) {}
+    : gids_(std::move(gids)), resolve_(std::move(resolve)), handoff_(handoff) {
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  if (const char* v = getenv("BURST_TEST_GSI_TX_LOSS")) {
+    const double pct = std::clamp(strtod(v, nullptr), 0.0, 100.0);
+    test_loss_ppm_ = static_cast<uint32_t>(pct * 10000.0);
+  }
+  if (const char* v = getenv("BURST_TEST_GSI_TX_DROP_EVERY")) test_every_ = strtoull(v, nullptr, 10);
+  if (const char* v = getenv("BURST_TEST_GSI_TX_SEED")) test_rng_ = strtoull(v, nullptr, 0) | 1;
+#endif
+}
+
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+bool Gsi::test_drop() {
+  ++test_seen_;
+  bool drop = test_every_ != 0 && test_seen_ % test_every_ == 0;
+  if (test_loss_ppm_ != 0) {
+    test_rng_ ^= test_rng_ << 13;
+    test_rng_ ^= test_rng_ >> 7;
+    test_rng_ ^= test_rng_ << 17;
+    drop = drop || test_rng_ % 1000000 < test_loss_ppm_;
+  }
+  if (drop) ++test_dropped_;
+  return drop;
+}
+#endif
 
 size_t Gsi::receive(cm::Mad* out, size_t max) {
   size_t n = 0;
@@ -64,6 +89,9 @@ int Gsi::send(const cm::Mad& mad) {
       return EHOSTUNREACH;
     }
   }
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  if ((test_loss_ppm_ != 0 || test_every_ != 0) && test_drop()) return 0;  // lost on the "wire"
+#endif
   if (!channel_.send(m)) return EAGAIN;  // counted by the channel
   if (handoff_ != nullptr) handoff_->wake(core::kGsiOwner);
   return 0;
@@ -71,7 +99,7 @@ int Gsi::send(const cm::Mad& mad) {
 
 std::vector<std::pair<std::string, uint64_t>> Gsi::counters() const {
   const core::GsiCounters c = channel_.counters();
-  return {{"gsi.rx", c.rx},
+  std::vector<std::pair<std::string, uint64_t>> out = {{"gsi.rx", c.rx},
           {"gsi.tx", c.tx},
           {"gsi.drop_qkey", c.drop_qkey},
           {"gsi.drop_len", c.drop_len},
@@ -81,6 +109,10 @@ std::vector<std::pair<std::string, uint64_t>> Gsi::counters() const {
           {"gsi.tx_ring_full", c.tx_ring_full},
           {"gsi.tx_bad_path", c.tx_bad_path},
           {"gsi.tx_unreachable", tx_unreachable_}};
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  if (test_loss_ppm_ != 0 || test_every_ != 0) out.emplace_back("gsi.test_tx_dropped", test_dropped_);
+#endif
+  return out;
 }
 
 }  // namespace burst::burstd

@@ -19,6 +19,13 @@
 // drop_opcode, rx_ring_full, tx_ring_full, tx_bad_path (core/gsi_channel.h), and
 // drop_dgid, tx_unreachable (here).
 //
+// Test hook (BURST_TEST_HOOKS builds only, never in release packages): MAD loss
+// in the burst -> peer direction, where no netem can be had. The environment of
+// burstd at start: BURST_TEST_GSI_TX_LOSS=P drops P% of the MADs send() is given
+// (a seeded xorshift, BURST_TEST_GSI_TX_SEED), BURST_TEST_GSI_TX_DROP_EVERY=N
+// every Nth; a dropped MAD is answered 0 as if sent (lost on the wire), counted
+// gsi.test_tx_dropped. The CM's retries must cover it.
+//
 // Threading: the control thread (every member).
 #pragma once
 
@@ -67,6 +74,14 @@ class Gsi {
   core::Handoff* const handoff_;
   uint64_t drop_dgid_ = 0;       // received for a GID the port does not have
   uint64_t tx_unreachable_ = 0;  // send() gave EHOSTUNREACH
+#if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
+  bool test_drop();              // the test hook above: this MAD is lost
+  uint32_t test_loss_ppm_ = 0;   // BURST_TEST_GSI_TX_LOSS, parts per million
+  uint64_t test_every_ = 0;      // BURST_TEST_GSI_TX_DROP_EVERY
+  uint64_t test_seen_ = 0;
+  uint64_t test_rng_ = 0x9E3779B97F4A7C15ull;
+  uint64_t test_dropped_ = 0;
+#endif
 };
 
 }  // namespace burst::burstd

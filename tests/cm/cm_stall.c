@@ -7,6 +7,8 @@
  *       out, then "EVENT name status" for the first event after it; exit 0.
  *   cm_stall flood ADDR PORT N                 N connects on one channel; count the events
  *       by name ("COUNT name n") until all N ended or 60 s passed; exit 0.
+ *   cm_stall lazy ADDR PORT BACKLOG GO_FILE N  listen, read no event until GO_FILE exists
+ *       (the backlog fills), then accept every request; exit 0 once N are ESTABLISHED.
  * Every wait is bounded (20 s): "TIMEOUT" and exit 2. */
 #include <errno.h>
 #include <poll.h>
@@ -154,6 +156,46 @@ static int flood(char **argv) {
   return 0;
 }
 
+static int lazy(char **argv) {
+  struct rdma_addrinfo *rai;
+  struct rdma_cm_id *lid;
+  int n = atoi(argv[4]), accepted = 0, established = 0;
+  if (addr_of(argv[0], argv[1], &rai, 1) || rdma_create_id(ch, &lid, NULL, RDMA_PS_TCP) ||
+      rdma_bind_addr(lid, rai->ai_src_addr) || rdma_listen(lid, atoi(argv[2]))) {
+    perror("listen");
+    return 1;
+  }
+  printf("LISTENING\n");
+  for (int waited = 0; access(argv[3], F_OK) != 0; waited += 100) {
+    if (waited >= 60000) {
+      printf("TIMEOUT\n");
+      return 2;
+    }
+    usleep(100000);
+  }
+  time_t end = time(NULL) + 60;
+  while (established < n && time(NULL) < end) {
+    struct rdma_cm_event *ev;
+    if (wait_event(200, &ev)) continue;
+    int type = ev->event;
+    struct rdma_cm_id *id = ev->id;
+    rdma_ack_cm_event(ev);
+    if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+      if (make_qp(id) || rdma_accept(id, NULL)) {
+        printf("ACCEPT_ERR %d\n", errno);
+        return 1;
+      }
+      printf("ACCEPTED %d\n", ++accepted);
+    } else if (type == RDMA_CM_EVENT_ESTABLISHED) {
+      printf("ESTABLISHED %d\n", ++established);
+    } else {
+      printf("EVENT %s\n", rdma_event_str(type));
+    }
+  }
+  if (established < n) printf("TIMEOUT\n");
+  return established < n ? 2 : 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   printf("PID %d\n", (int)getpid());
@@ -169,6 +211,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "server") && argc == 6) return server(argv + 2);
   if (!strcmp(argv[1], "client")) return client(argv + 2);
   if (!strcmp(argv[1], "flood") && argc == 5) return flood(argv + 2);
+  if (!strcmp(argv[1], "lazy") && argc == 7) return lazy(argv + 2);
   fprintf(stderr, "usage: cm_stall server|client|flood ADDR PORT [...]\n");
   return 1;
 }

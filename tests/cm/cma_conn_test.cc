@@ -399,6 +399,47 @@ TEST_F(RcTest, DestroyWithUnreportedEventsCountsOnlyReportedOnes) {
   EXPECT_FALSE(get_event(client(), kClientCh));
 }
 
+// A full backlog (CONNECT_REQUESTs queued, not yet read) drops the next REQ
+// without a REJ, as ucma's -ENOMEM and cm_destroy_id: the client hears nothing,
+// its CM retries the REQ, and once the server has read an event the retry
+// becomes a CONNECT_REQUEST.
+TEST_F(RcTest, FullBacklogDropsTheRequestAndTheRetryIsServed) {
+  constexpr uint32_t kSecondQpn = 0x13;
+  w.b->qps[kClientClient][kSecondQpn] = 2;
+  uint32_t lid = create_id(server(), kServerCh, 0x1000);
+  ASSERT_EQ(bind_addr(server(), kServerCh, lid, v4("10.99.0.11", 7174)), 0);
+  ASSERT_EQ(listen(server(), kServerCh, lid, 1), 0);
+  uint32_t c1 = resolve(7174);
+  ASSERT_EQ(connect(client(), kClientCh, c1, conn_param(kClientQpn)), 0);
+  w.pump();
+  uint32_t c2 = resolve(7174);
+  ASSERT_EQ(connect(client(), kClientCh, c2, conn_param(kSecondQpn)), 0);
+  w.pump();
+  EXPECT_EQ(server().counters().requests_dropped_backlog, 1u);
+  EXPECT_EQ(server().id_count(), 2u);  // the listener and the first request's id
+  EXPECT_EQ(w.a->ib->counters().rej_sent_no_resources, 0u);
+  EXPECT_FALSE(get_event(client(), kClientCh));  // no REJECTED
+  size_t rejs = 0;
+  for (const Mad& m : w.a->sent) rejs += m.bytes[16] == 0x00 && m.bytes[17] == 0x12;
+  EXPECT_EQ(rejs, 0u);
+  auto first = get_event(server(), kServerCh);  // the backlog has room again
+  ASSERT_TRUE(first && first->event == kEvConnectRequest);
+  std::optional<rdma_ucm_event_resp> second;
+  for (int i = 0; i < 10 && !second && w.advance(); ++i) second = get_event(server(), kServerCh);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->event, kEvConnectRequest);
+  EXPECT_NE(second->id, first->id);
+  EXPECT_EQ(second->param.conn.qp_num, kSecondQpn);
+  EXPECT_FALSE(get_event(client(), kClientCh));
+  auto p = conn_param(kServerQpn);
+  EXPECT_EQ(accept(server(), kServerCh, second->id, 0x3000, &p), 0);
+  w.pump();
+  auto resp = get_event(client(), kClientCh);
+  ASSERT_TRUE(resp);
+  EXPECT_EQ(resp->event, kEvConnectResponse);
+  EXPECT_EQ(resp->id, c2);
+}
+
 // No route: RESOLVE_ADDR fails at once (rdma_resolve_ip); a neighbour that
 // never answers: ADDR_ERROR with -ETIMEDOUT. Either way the id stays bound.
 TEST_F(RcTest, UnreachableDestinations) {

@@ -26,3 +26,12 @@ if(BURST_RDMACM_LIB AND BURST_IBVERBS_LIB AND TARGET burstctl AND TARGET burstd
       $<TARGET_FILE:burstctl> $<TARGET_FILE:burstd> $<TARGET_FILE:cm_stall>)
   endif()
 endif()
+
+# CM MADs lost in both directions (tests/cm/loss_test.sh): burstd's BURST_TEST_HOOKS
+# drop of the MADs it sends (daemon/burstd/gsi.h); rping and ucmatose must still pass.
+if(TARGET burstctl AND TARGET burstd AND TARGET burst_provider AND BURST_WITH_XDP)
+  if(NOT BURST_SANITIZE OR CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    burst_netns_provider_test(netns.cm_loss loss_test.sh 600 "netns;cm;xdp;slow" ""
+      $<TARGET_FILE:burstctl> $<TARGET_FILE:burstd>)
+  endif()
+endif()

@@ -328,6 +328,116 @@ TEST(IbCm, MraExtendsTheWait) {
   EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
 }
 
+// cma's delayed MRA, passive side: the application has not accepted when the
+// peer's REQ timer fires; the retransmitted REQ gets an MRA (service timeout 24,
+// ~69 s), so an accept a minute later still connects although the peer's REQ
+// retries alone (2 here) would have run out after ~15 s.
+TEST(IbCm, SlowAcceptorHoldsThePeerOffWithMra) {
+  CmPair p;
+  p.b->auto_answer = false;
+  CmHandle l = p.b->cm.create_id(0);
+  p.b->cm.listen(l, kPsTcpService, 0);
+  CmHandle a = p.a->cm.create_id(0);
+  CmReqParams r = p.req_params(*p.a, *p.b);
+  r.max_cm_retries = 2;
+  ASSERT_EQ(p.a->cm.send_req(a, r), 0);
+  p.settle(p.clock_ns + 1);
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  ASSERT_NE(b, kNoCmHandle);
+  EXPECT_EQ(p.sent_of(1, CmAttr::kMra), 0);  // delayed: nothing before a duplicate
+  p.settle(p.clock_ns + 60ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.a->cm.counters().retransmits, 1u);
+  EXPECT_EQ(p.sent_of(1, CmAttr::kMra), 1);
+  EXPECT_EQ(p.b->cm.counters().mra_sent_delayed, 1u);
+  EXPECT_EQ(p.a->count(CmEventType::kMraReceived), 1);
+  EXPECT_EQ(p.a->count(CmEventType::kReqError), 0);
+  CmRepParams rep;
+  rep.qpn = 0x22;
+  ASSERT_EQ(p.b->cm.send_rep(b, rep), 0);
+  p.settle(p.clock_ns + 1);
+  ASSERT_EQ(p.a->count(CmEventType::kRepReceived), 1);  // A answers it with the RTU
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  p.a->cm.destroy_id(a);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(l);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
+// The same on the active side (cma_ib_handler's IB_CM_REP_RECEIVED): the
+// application answers CONNECT_RESPONSE (the RTU) late; the passive side's
+// retransmitted REP gets an MRA and its REP retries do not run out.
+TEST(IbCm, SlowRtuHoldsThePeerOffWithMra) {
+  CmPair p;
+  p.a->auto_answer = false;
+  CmHandle l = p.b->cm.create_id(0);
+  p.b->cm.listen(l, kPsTcpService, 0);
+  CmHandle a = p.a->cm.create_id(0);
+  CmReqParams r = p.req_params(*p.a, *p.b);
+  r.max_cm_retries = 2;  // B's REP retries too: REP_ERROR after ~15 s without the MRA
+  ASSERT_EQ(p.a->cm.send_req(a, r), 0);
+  p.settle(p.clock_ns + 1);
+  ASSERT_EQ(p.a->count(CmEventType::kRepReceived), 1);
+  p.settle(p.clock_ns + 60ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.b->cm.counters().retransmits, 1u);  // one REP retry, then the MRA's wait
+  EXPECT_EQ(p.sent_of(0, CmAttr::kMra), 1);
+  EXPECT_EQ(p.a->cm.counters().mra_sent_delayed, 1u);
+  EXPECT_EQ(p.b->count(CmEventType::kMraReceived), 1);
+  EXPECT_EQ(p.b->count(CmEventType::kRepError), 0);
+  EXPECT_EQ(p.a->count(CmEventType::kRepReceived), 1);  // the duplicate is no new event
+  ASSERT_EQ(p.a->cm.send_rtu(a, nullptr, 0), 0);
+  p.settle(p.clock_ns + 1);
+  EXPECT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  p.a->cm.destroy_id(a);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(l);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
+// An established id destroyed at once (rping's client: DISCONNECT, then
+// DESTROY_ID) whose DREQ is lost: the DREQ is retried (cm.c would cancel it and
+// leave the peer connected), the peer gets DISCONNECTED, its DREP ends the retries.
+TEST(IbCm, DestroyedIdRetriesItsLostDreq) {
+  CmPair p;
+  p.drop_first[{0, static_cast<uint16_t>(CmAttr::kDreq)}] = 1;
+  CmHandle a = p.connect();
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  ASSERT_EQ(p.b->count(CmEventType::kRtuReceived), 1);
+  p.a->cm.destroy_id(a);
+  p.settle(p.clock_ns + 1);
+  EXPECT_EQ(p.b->count(CmEventType::kDreqReceived), 0);  // lost
+  p.settle(p.clock_ns + 10ull * 1000 * 1000 * 1000);
+  EXPECT_EQ(p.sent_of(0, CmAttr::kDreq), 2);
+  EXPECT_EQ(p.b->count(CmEventType::kDreqReceived), 1);  // answered with the DREP (auto)
+  EXPECT_EQ(p.a->cm.counters().timeouts, 0u);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(p.listen_b);
+  p.settle();
+  EXPECT_EQ(p.sent_of(0, CmAttr::kDreq), 2);  // the DREP stopped them
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
+// DREQs crossing while one side's id is already destroyed: that side answers
+// the peer's DREQ itself and both reach timewait.
+TEST(IbCm, DestroyedIdAnswersACrossingDreq) {
+  CmPair p;
+  CmHandle a = p.connect();
+  CmHandle b = p.b->handle_of(CmEventType::kReqReceived);
+  p.cut = true;
+  p.a->cm.destroy_id(a);  // its DREQ lost
+  ASSERT_EQ(p.b->cm.send_dreq(b, nullptr, 0), 0);  // B's lost too
+  p.cut = false;
+  p.settle(p.clock_ns + 10ull * 1000 * 1000 * 1000);  // both retry
+  EXPECT_GE(p.sent_of(0, CmAttr::kDrep), 1);
+  EXPECT_GE(p.b->count(CmEventType::kDreqReceived) + p.b->count(CmEventType::kDrepReceived), 1);
+  p.b->cm.destroy_id(b);
+  p.b->cm.destroy_id(p.listen_b);
+  p.settle();
+  EXPECT_EQ(p.a->cm.id_count() + p.b->cm.id_count(), 0u);
+}
+
 TEST(IbCm, EstablishBeforeRtu) {
   CmPair p;
   p.drop_first[{0, static_cast<uint16_t>(CmAttr::kRtu)}] = 1;

@@ -14,6 +14,10 @@
 #                  counted (cm.rej_sent_no_listener), rping still passes
 #   forged         forged REJs and DREQs naming unknown comm IDs injected during an rping
 #                  -C 200: it still passes, counted as cm.dropped_no_match
+#   backlog        3 connects to a listener of backlog 1 that reads no event yet: the REQs
+#                  beyond the backlog are dropped without a REJ (cma.requests_dropped_backlog,
+#                  as the kernel), the clients' CMs retry them, and once the server reads and
+#                  accepts, all 3 are ESTABLISHED (none REJECTED)
 # after each: cma.ids, cm.ids and cma.channels back to 0 on both burstd (after timewait).
 # Usage: robust_test.sh BURSTCTL BURSTD CM_STALL [CASES...]
 # Exit: 0 pass, 1 fail, 77 skipped.
@@ -181,6 +185,31 @@ if cm_want flood; then
   [[ $((after - before)) -gt 0 ]] || bad flood_inject "no REJ counted for the forged REQs"
   rping_pair flood_rping2 7475 10 || bad flood_inject "rping failed after the forged REQs"
   clean flood_inject
+fi
+
+if cm_want backlog; then
+  log "backlog: 3 connects to a listener of backlog 1 that reads no event yet"
+  S=$TMP/bl.server C=$TMP/bl.client
+  before=$(counter a cma.requests_dropped_backlog)
+  bgA "$S" 120 "$STALL" lazy 10.47.0.1 7477 1 "$TMP/bl.go" 3
+  wait_line "$S" LISTENING 100 || bad backlog "server not listening: $(cat "$S")"
+  bgB "$C" 120 "$STALL" flood 10.47.0.1 7477 3
+  wait_line "$C" "^CONNECTING" 200
+  for _ in $(seq 100); do
+    [[ $(($(counter a cma.requests_dropped_backlog) - before)) -ge 1 ]] && break
+    sleep 0.1
+  done
+  dropped=$(($(counter a cma.requests_dropped_backlog) - before))
+  touch "$TMP/bl.go"
+  wait_line "$C" "^COUNT" 700
+  wait "${BG_PIDS[-1]}"
+  if [[ $dropped -ge 1 ]] && grep -q "COUNT RDMA_CM_EVENT_ESTABLISHED 3" "$C" &&
+    ! grep -q REJECTED "$C"; then
+    echo "== backlog: dropped $dropped before the server read; client $(grep COUNT "$C" | paste -sd ' ')" >>"$REPORT"
+  else
+    bad backlog "dropped $dropped; client: $(tr '\n' ' ' <"$C") server: $(tr '\n' ' ' <"$S")"
+  fi
+  clean backlog
 fi
 
 if cm_want forged; then

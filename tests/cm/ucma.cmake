@@ -36,7 +36,7 @@ endif()
 # rdma_cm interoperability with the kernel's rdma_cm on Linux rxe in a QEMU guest
 # (tests/interop/cm.sh): rping, ucmatose, udaddy, ib_write_bw -R and a rejected connect, both
 # ways; interop.cm_loss: rping, ucmatose and the reject with netem dropping 10% of what rxe
-# sends, so lost CM MADs are retried (ib_write_bw -R under loss failed once in CI with a retry-
+# sends and burstd's test-build hook 10% of the CM MADs it sends, so lost CM MADs are retried (ib_write_bw -R under loss failed once in CI with a retry-
 # exceeded data transfer, not a CM failure: `CM_LOSS=10 tests/interop/cm.sh` runs every tool). A minute or three each under TCG; skip (77) without a bootable guest.
 if(TARGET burstd AND TARGET burstctl AND BURST_WITH_XDP)
   add_test(NAME interop.cm

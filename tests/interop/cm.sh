@@ -7,10 +7,12 @@
 #   directions burst client -> rxe server ("b2r"), rxe client -> burst server ("r2b")
 #   reject     a connect to a port nobody listens on ends in RDMA_CM_EVENT_REJECTED, both ways
 # RoCE MTU 1024 (1500-byte links). Results: a markdown table on stdout.
-# CM_LOSS=N: netem in the guest drops N% of the frames rxe sends (the host kernel here has no
-# sch_netem for the other direction). Both CMs then retry: burst's REQ whose REP was lost (b2r),
-# the kernel's REQ when burst's REP was lost, answered again from burst's duplicate-REQ handling (r2b);
-# the connections must still form. udaddy's UD data is never resent: left out under loss;
+# CM_LOSS=N: netem in the guest drops N% of the frames rxe sends, and burstd drops N% of the CM
+# MADs it sends (the host kernel here has no sch_netem: burstd's BURST_TEST_HOOKS drop,
+# BURST_TEST_GSI_TX_LOSS, daemon/burstd/gsi.h; gsi.test_tx_dropped counts it; a build without the
+# hooks drops nothing in that direction and says so). Both CMs then retry their own MADs: REQ,
+# REP, DREQ (burst's and the kernel's), and answer duplicates (REP/RTU/DREP again); the
+# connections must still form. udaddy's UD data is never resent: left out under loss;
 # ib_write_bw sends 1 KiB messages then.
 # Usage (root): tests/interop/cm.sh [BUILD_DIR]
 # Settings: CM_TOOLS ("rping ucmatose udaddy ib_write_bw reject"), CM_DIRS ("b2r r2b"),
@@ -39,7 +41,7 @@ FAILED=()
 BPID=
 
 burstd_start() {
-  nsenter --net="/run/netns/$INTEROP_NS" "$BURSTD" --backend xdp --netdev "$INTEROP_BURST_IF" \
+  nsenter --net="/run/netns/$INTEROP_NS" env ${BURSTD_ENV:-} "$BURSTD" --backend xdp --netdev "$INTEROP_BURST_IF" \
     --workers 1 --socket "$SOCK" >>"$INTEROP_RUN/burstd.log" 2>&1 &
   BPID=$!
   for _ in $(seq 100); do
@@ -134,8 +136,10 @@ cell() {  # TOOL DIR
 G=vmcm
 guest_start "$G" "$GUEST_IP" 1500 || iskip "cannot boot a guest here; see the console log above"
 guest_run "$G" "ping -c 1 -W 5 $INTEROP_HOST_IP >/dev/null" || ifail "the guest cannot reach burst"
-burstd_start
 LOSS=${CM_LOSS:-0}
+BURSTD_ENV=
+[[ $LOSS != 0 ]] && BURSTD_ENV="BURST_TEST_GSI_TX_LOSS=$LOSS BURST_TEST_GSI_TX_SEED=${CM_LOSS_SEED:-7}"
+burstd_start
 BW_SIZE=65536
 if [[ $LOSS != 0 ]]; then
   # One packet per message: at 10% loss a 64-packet message hardly ever gets through whole
@@ -144,6 +148,11 @@ if [[ $LOSS != 0 ]]; then
   guest_run "$G" "tc qdisc add dev eth0 root netem loss ${LOSS}%" || ifail "netem in the guest"
   TOOLS=${TOOLS//udaddy/}
   echo "loss: ${LOSS}% of the frames rxe sends"
+  if "$BURSTCTL" --socket "$SOCK" counters --all | grep -q gsi.test_tx_dropped; then
+    echo "loss: ${LOSS}% of the CM MADs burstd sends"
+  else
+    echo "loss: none in the burst -> rxe direction (burstd built without BURST_TEST_HOOKS)"
+  fi
 fi
 echo "| tool | direction | result | client's figure |"
 echo "|---|---|---|---|"
