@@ -5,11 +5,13 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -41,7 +43,18 @@ struct AttachedProg {
   uint32_t version = 0;
   bool has_owner = false;
   burst_steer_owner owner{};
+  uint64_t load_time_ns = 0;  // CLOCK_BOOTTIME
 };
+
+// A burst program loaded this recently without an owner record is being set
+// up by another process (the record is written right after libxdp's attach).
+constexpr uint64_t kOwnerGraceNs = 2'000'000'000;
+
+uint64_t BoottimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 bool EndsWith(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
@@ -107,6 +120,7 @@ XdpError InspectAttached(uint32_t id, AttachedProg* p) {
     return Fail(e, "bpf_obj_get_info_by_fd(prog " + std::to_string(id) + "): " + Errno(e));
   }
   p->name = info.name;
+  p->load_time_ns = info.load_time;
   if (p->name == BURST_STEER_PROG_NAME) InspectMaps(p, info);
   return {};
 }
@@ -186,6 +200,11 @@ XdpError XdpPort::RemoveStale(xdp_multiprog* mp) {
     if (old.name != BURST_STEER_PROG_NAME) {
       if (legacy) return Fail(EBUSY, BusyForeign(dev, old, mode));
       continue;  // another program in the dispatcher: it stays, ours joins it
+    }
+    if ((!old.has_owner || old.owner.pid == 0) && BoottimeNs() - old.load_time_ns < kOwnerGraceNs) {
+      return Fail(EBUSY, "'" + dev + "' is busy: burst's XDP program (id " +
+                             std::to_string(old.id) +
+                             ") is being attached by another process: stop it, or retry");
     }
     if (old.has_owner && OwnerAlive(old.owner)) {
       return Fail(EBUSY, "'" + dev + "' is busy: burst's XDP program (id " +
@@ -301,7 +320,10 @@ XdpError XdpPort::AfterAttach() {
   if (XdpError e = GetMultiprog(ifindex_, dev, &mp); e) return e;
   dispatcher_ = mp && !xdp_multiprog__is_legacy(mp.get());
   if (!dispatcher_) {
-    const std::string why = xdp_sys::DispatcherUnavailableReason();
+    const char* skip = std::getenv("LIBXDP_SKIP_DISPATCHER");
+    const std::string why = skip != nullptr && std::strcmp(skip, "1") == 0
+                                ? std::string("LIBXDP_SKIP_DISPATCHER=1")
+                                : xdp_sys::DispatcherUnavailableReason();
     if (!notes_.empty()) notes_ += "; ";
     notes_ += "legacy XDP attach: libxdp's multi-program dispatcher is unavailable (" +
               (why.empty() ? std::string("libxdp fell back to a single-program attach") : why) +
