@@ -4,6 +4,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include <linux/if_link.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -296,6 +297,10 @@ XdpError XdpPort::AfterAttach() {
   const std::string& dev = config_.netdev;
   prog_fd_ = xdp_program__fd(xprog_);
   prog_id_ = xdp_program__id(xprog_);
+  // libxdp loaded it as an extension (freplace) program of its dispatcher, or
+  // as a plain XDP program when it fell back to a legacy attach.
+  const bpf_program* prog = bpf_object__find_program_by_name(obj_, BURST_STEER_PROG_NAME);
+  dispatcher_ = prog != nullptr && bpf_program__type(prog) == BPF_PROG_TYPE_EXT;
   xsks_fd_ = bpf_object__find_map_fd_by_name(obj_, BURST_STEER_XSKS_MAP);
   counters_fd_ = bpf_object__find_map_fd_by_name(obj_, BURST_STEER_COUNTERS_MAP);
   owner_fd_ = bpf_object__find_map_fd_by_name(obj_, BURST_STEER_OWNER_MAP);
@@ -316,9 +321,6 @@ XdpError XdpPort::AfterAttach() {
     return Fail(e, std::string("cannot set up the owner map of the XDP program: ") + Errno(e));
   }
 
-  Multiprog mp;
-  if (XdpError e = GetMultiprog(ifindex_, dev, &mp); e) return e;
-  dispatcher_ = mp && !xdp_multiprog__is_legacy(mp.get());
   if (!dispatcher_) {
     const char* skip = std::getenv("LIBXDP_SKIP_DISPATCHER");
     const std::string why = skip != nullptr && std::strcmp(skip, "1") == 0
@@ -334,10 +336,19 @@ XdpError XdpPort::AfterAttach() {
 
 void XdpPort::Detach() {
   if (!attached_) return;
-  // Only ours, and only if it is still there: libxdp checks the program id (and
-  // a legacy detach passes our fd as the expected one, XDP_FLAGS_REPLACE).
-  xdp_program__detach(xprog_, ifindex_, native_ ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
   attached_ = false;
+  if (dispatcher_) {
+    // libxdp finds ours by program id among the dispatcher's and builds a new
+    // dispatcher without it (CAP_SYS_ADMIN, kept for this: privileges.h).
+    xdp_program__detach(xprog_, ifindex_, native_ ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+    return;
+  }
+  // Alone (legacy): what libxdp's detach would do, without its look-up of the
+  // program by id (CAP_SYS_ADMIN, dropped after start-up): only if it is still
+  // ours, XDP_FLAGS_REPLACE with our fd as the expected one (CAP_NET_ADMIN).
+  LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = prog_fd_);
+  bpf_xdp_detach(ifindex_,
+                 (native_ ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE) | XDP_FLAGS_REPLACE, &opts);
 }
 
 }  // namespace burst::datapath
