@@ -21,6 +21,7 @@
 #include <linux/udp.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
+#include <xdp/xdp_helpers.h>
 
 #include "roce_steer.h"
 
@@ -140,6 +141,18 @@ static __always_inline int handle_ipv6(struct xdp_md *ctx, void *l3, void *end)
 		return count(BURST_STEER_PASS_NOT_ROCE, XDP_PASS);
 	return steer(ctx);
 }
+
+/*
+ * libxdp's dispatcher (several XDP programs on one netdev): run at priority
+ * BURST_STEER_RUN_PRIO (lower runs first; xdp-filter is at 10, so a firewall
+ * sees RoCE before burst takes it) and let the next program run when this one
+ * passes a frame (XDP_PASS: not RoCE, or no socket on the queue). A steered
+ * frame (XDP_REDIRECT) ends the chain. Ignored by a legacy attach.
+ */
+struct {
+	__uint(priority, BURST_STEER_RUN_PRIO);
+	__uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(burst_steer);
 
 SEC("xdp.frags")
 int burst_steer(struct xdp_md *ctx)

@@ -19,11 +19,15 @@
 
 /* Kernel program name (at most 15 characters): how a stale program is found. */
 #define BURST_STEER_PROG_NAME "burst_steer"
+#define BURST_STEER_VERSION_VAR "burst_steer_version"
 #define BURST_STEER_XSKS_MAP "xsks"
 #define BURST_STEER_COUNTERS_MAP "burst_counters"
 #define BURST_STEER_OWNER_MAP "burst_owner"
 
 #define BURST_ROCE_UDP_PORT 4791
+
+/* Run priority in libxdp's dispatcher (XDP_RUN_CONFIG): libxdp's default. */
+#define BURST_STEER_RUN_PRIO 50
 
 /* Default size of the XSKMAP; the loader resizes it to the netdev's queues. */
 #define BURST_STEER_MAX_QUEUES 64

@@ -90,6 +90,7 @@ struct PortInfo {
   // xdp
   bool xdp_native = false;  // false: generic (skb) XDP
   uint32_t xdp_prog_id = 0;
+  bool xdp_dispatcher = false;  // in libxdp's dispatcher (false: attached alone, legacy)
   bool zero_copy = false;
   // dpdk
   std::string dpdk_port;    // the port's name ("net_af_packet0", "0000:3b:00.0")

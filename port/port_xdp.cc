@@ -61,6 +61,7 @@ class XdpPortAssembly final : public Port {
     }
     info_.xdp_native = port_->native();
     info_.xdp_prog_id = port_->prog_id();
+    info_.xdp_dispatcher = port_->dispatcher();
     info_.queues = port_->queue_count();
     info_.worker_queues.assign(config.workers, {});
     for (uint32_t q = 0; q < port_->queue_count(); ++q) {

@@ -74,6 +74,7 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   info.zero_copy = pi.zero_copy;
   info.queues = pi.queues;
   info.xdp_prog_id = pi.xdp_prog_id;
+  info.xdp_dispatcher = pi.xdp_dispatcher;
   info.memory_mode = config.memory_mode;
   info.workers = config.workers;
   info.dpdk_port = pi.dpdk_port;

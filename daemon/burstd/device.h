@@ -44,6 +44,7 @@ struct DeviceInfo {
   bool zero_copy = false;
   uint32_t queues = 0;
   uint32_t xdp_prog_id = 0;
+  bool xdp_dispatcher = false;  // xdp: in libxdp's dispatcher (false: attached alone, legacy)
   uint8_t memory_mode = BURST_CTL_MEM_CMA;
   uint32_t workers = 0;
   std::string dpdk_port;    // dpdk: the port's name ("net_af_packet0", "0000:3b:00.0")

@@ -232,7 +232,7 @@ int run(int argc, char** argv) {
   // The port is open and the socket bound: keep only what the run time needs,
   // before the workers exist (they inherit the control thread's sets).
   std::string caps;
-  if (!drop_privileges(config, &caps, &err)) return fail(err);
+  if (!drop_privileges(config, device->info().xdp_dispatcher, &caps, &err)) return fail(err);
   BURSTD_INFO("%s", caps.c_str());
   const int rc = serve(config, *device, *sock);
   device->stop();

@@ -27,6 +27,10 @@ namespace {
 constexpr RuntimeCapability kNetAdminXdp = {
     CAP_NET_ADMIN,
     "detach the XDP program at shutdown (RTM_SETLINK); resolve a peer's MAC (RTM_NEWNEIGH)"};
+constexpr RuntimeCapability kSysAdminXdpDispatcher = {
+    CAP_SYS_ADMIN,
+    "detach the XDP program from libxdp's dispatcher at shutdown (a new dispatcher is loaded, "
+    "the other programs re-linked to it)"};
 constexpr RuntimeCapability kNetAdminDpdkAfXdp = {
     CAP_NET_ADMIN, "net_af_xdp detaches its XDP program when the port closes (RTM_SETLINK)"};
 
@@ -199,11 +203,12 @@ bool apply_in_other_threads(std::string* error) {
 
 }  // namespace
 
-std::vector<RuntimeCapability> runtime_capabilities(const Config& config) {
+std::vector<RuntimeCapability> runtime_capabilities(const Config& config, bool xdp_dispatcher) {
   std::vector<RuntimeCapability> out;
   switch (config.backend) {
     case BackendKind::kXdp:
       out.push_back(kNetAdminXdp);
+      if (xdp_dispatcher) out.push_back(kSysAdminXdpDispatcher);
       break;
     case BackendKind::kDpdk:
       // net_af_packet (the default on a netdev), memif, ring, PCI: nothing. A
@@ -217,7 +222,8 @@ std::vector<RuntimeCapability> runtime_capabilities(const Config& config) {
   return out;
 }
 
-bool drop_privileges(const Config& config, std::string* summary, std::string* error) {
+bool drop_privileges(const Config& config, bool xdp_dispatcher, std::string* summary,
+                     std::string* error) {
   capng_clear(CAPNG_SELECT_ALL);
   if (capng_get_caps_process() != 0) {
     *error = std::string("cannot read burstd's capabilities: ") + std::strerror(errno);
@@ -236,7 +242,7 @@ bool drop_privileges(const Config& config, std::string* summary, std::string* er
   }
 
   uint64_t keep = 0;
-  for (const RuntimeCapability& rc : runtime_capabilities(config)) {
+  for (const RuntimeCapability& rc : runtime_capabilities(config, xdp_dispatcher)) {
     if (capng_have_capability(CAPNG_PERMITTED, rc.cap)) {
       keep |= uint64_t{1} << rc.cap;
       BURSTD_DEBUG("keeping %s: %s", cap_name(rc.cap).c_str(), rc.reason);

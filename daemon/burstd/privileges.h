@@ -22,6 +22,13 @@
 // |                          |               | stays attached); also lets neighbour          |
 // |                          |               | resolution use RTM_NEWNEIGH NTF_USE and       |
 // |                          |               | re-confirm STALE entries                      |
+// | xdp, in libxdp's         | + CAP_SYS_ADMIN | detaching burst's program from the          |
+// | dispatcher (shared NIC)  |               | dispatcher loads a new dispatcher with the    |
+// |                          |               | other programs re-linked as freplace (bpf     |
+// |                          |               | load of EXT programs: CAP_BPF + CAP_PERFMON,  |
+// |                          |               | both implied; BPF_PROG_GET_FD_BY_ID); without |
+// |                          |               | it a stopped burstd's program stays behind    |
+// |                          |               | until the next burstd replaces it             |
 // | dpdk, net_af_xdp port    | CAP_NET_ADMIN | the PMD detaches its XDP program when the     |
 // |                          |               | port closes (RTM_SETLINK)                     |
 // | dpdk, other ports        | none          | net_af_packet (the default on a netdev),      |
@@ -63,12 +70,15 @@ struct RuntimeCapability {
   const char* reason;  // one line, for the log and docs/security.md
 };
 
-// The capabilities burstd needs after start-up with `config` (the table above).
-std::vector<RuntimeCapability> runtime_capabilities(const Config& config);
+// The capabilities burstd needs after start-up with `config` (the table above);
+// `xdp_dispatcher`: the xdp port's program went into libxdp's dispatcher.
+std::vector<RuntimeCapability> runtime_capabilities(const Config& config,
+                                                    bool xdp_dispatcher = false);
 
 // Applies the policy of the table above (or nothing with drop_caps = off).
 // *summary is the line to log ("capabilities after start-up: cap_net_admin").
 // False (and *error) when a thread could not be brought to the reduced sets.
-bool drop_privileges(const Config& config, std::string* summary, std::string* error);
+bool drop_privileges(const Config& config, bool xdp_dispatcher, std::string* summary,
+                     std::string* error);
 
 }  // namespace burst::burstd

@@ -4,9 +4,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include <linux/if_link.h>
-#include <signal.h>
 #include <unistd.h>
+#include <xdp/libxdp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -24,32 +23,11 @@ extern "C" const unsigned long burst_bpf_roce_steer_size;
 namespace burst::datapath {
 namespace {
 
-constexpr const char* kVersionVar = "burst_steer_version";
-
 XdpError Fail(int code, std::string message) {
-  const std::string log = xdp_sys::LibbpfLog();
-  if (!log.empty()) message += " [libbpf: " + log + "]";
-  return XdpError{code, std::move(message)};
+  return xdp_sys::FailWithLog(code, std::move(message));
 }
 
 std::string Errno(int e) { return std::strerror(e); }
-
-// Offset of variable `var` inside the data section type `datasec_id` of `btf`.
-bool DatasecVarOffset(const btf* b, int datasec_id, const char* var, uint32_t* off) {
-  const btf_type* t = btf__type_by_id(b, datasec_id);
-  if (t == nullptr || !btf_is_datasec(t)) return false;
-  const btf_var_secinfo* vs = btf_var_secinfos(t);
-  for (int i = 0; i < btf_vlen(t); ++i, ++vs) {
-    const btf_type* v = btf__type_by_id(b, vs->type);
-    if (v == nullptr) continue;
-    const char* name = btf__name_by_offset(b, v->name_off);
-    if (name != nullptr && std::strcmp(name, var) == 0) {
-      *off = vs->offset;
-      return true;
-    }
-  }
-  return false;
-}
 
 // burst_steer_version as compiled into `obj` (before load).
 bool ObjectVersion(bpf_object* obj, uint32_t* version) {
@@ -60,99 +38,13 @@ bool ObjectVersion(bpf_object* obj, uint32_t* version) {
   const void* data = bpf_map__initial_value(rodata, &size);
   const int sec = btf__find_by_name_kind(b, ".rodata", BTF_KIND_DATASEC);
   uint32_t off = 0;
-  if (data == nullptr || sec < 0 || !DatasecVarOffset(b, sec, kVersionVar, &off)) return false;
+  if (data == nullptr || sec < 0 ||
+      !xdp_sys::DatasecVarOffset(b, sec, BURST_STEER_VERSION_VAR, &off)) {
+    return false;
+  }
   if (off + sizeof(uint32_t) > size) return false;
   std::memcpy(version, static_cast<const uint8_t*>(data) + off, sizeof(uint32_t));
   return true;
-}
-
-// What is known about a program found attached to the netdev.
-struct AttachedProg {
-  uint32_t id = 0;
-  uint32_t mode_flag = 0;  // XDP_FLAGS_DRV_MODE or XDP_FLAGS_SKB_MODE
-  int fd = -1;
-  std::string name;
-  bool has_version = false;
-  uint32_t version = 0;
-  bool has_owner = false;
-  burst_steer_owner owner{};
-};
-
-bool EndsWith(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// Reads the version (from its .rodata map, via the map's kernel BTF) and the
-// owner record of a burst program found attached.
-void InspectMaps(AttachedProg* p, const bpf_prog_info& info) {
-  std::vector<uint32_t> ids(info.nr_map_ids);
-  bpf_prog_info again{};
-  again.nr_map_ids = info.nr_map_ids;
-  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
-  uint32_t len = sizeof(again);
-  if (ids.empty() || bpf_obj_get_info_by_fd(p->fd, &again, &len) != 0) return;
-  for (uint32_t i = 0; i < again.nr_map_ids && i < ids.size(); ++i) {
-    const int mfd = bpf_map_get_fd_by_id(ids[i]);
-    if (mfd < 0) continue;
-    bpf_map_info mi{};
-    uint32_t mlen = sizeof(mi);
-    if (bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0) {
-      const std::string name = mi.name;
-      const uint32_t zero = 0;
-      if (name == BURST_STEER_OWNER_MAP && mi.value_size == sizeof(burst_steer_owner)) {
-        p->has_owner = bpf_map_lookup_elem(mfd, &zero, &p->owner) == 0;
-      } else if (EndsWith(name, ".rodata") && mi.btf_id != 0) {
-        btf* b = btf__load_from_kernel_by_id(mi.btf_id);
-        uint32_t off = 0;
-        std::vector<uint8_t> value(mi.value_size);
-        if (b != nullptr &&
-            DatasecVarOffset(b, static_cast<int>(mi.btf_value_type_id), kVersionVar, &off) &&
-            off + sizeof(uint32_t) <= value.size() &&
-            bpf_map_lookup_elem(mfd, &zero, value.data()) == 0) {
-          std::memcpy(&p->version, value.data() + off, sizeof(uint32_t));
-          p->has_version = true;
-        }
-        btf__free(b);
-      }
-    }
-    close(mfd);
-  }
-}
-
-XdpError InspectAttached(uint32_t id, uint32_t mode_flag, AttachedProg* p) {
-  p->id = id;
-  p->mode_flag = mode_flag;
-  p->fd = bpf_prog_get_fd_by_id(id);
-  if (p->fd < 0) {
-    const int e = errno;
-    return Fail(e, "cannot inspect the XDP program (id " + std::to_string(id) +
-                       ") already attached: " + Errno(e) +
-                       (e == EPERM ? " (needs CAP_SYS_ADMIN: run as root)" : ""));
-  }
-  bpf_prog_info info{};
-  uint32_t len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(p->fd, &info, &len) != 0) {
-    const int e = errno;
-    return Fail(e, "bpf_obj_get_info_by_fd(prog " + std::to_string(id) + "): " + Errno(e));
-  }
-  p->name = info.name;
-  if (p->name == BURST_STEER_PROG_NAME) InspectMaps(p, info);
-  return {};
-}
-
-bool OwnerAlive(const burst_steer_owner& o) {
-  if (o.pid == 0) return false;
-  if (kill(static_cast<pid_t>(o.pid), 0) != 0 && errno == ESRCH) return false;
-  const uint64_t start = xdp_sys::ProcessStartTime(static_cast<pid_t>(o.pid));
-  return start != 0 && start == o.start_time;  // same pid, same process (not reused)
-}
-
-const char* ModeName(uint32_t flag) { return flag == XDP_FLAGS_DRV_MODE ? "native" : "generic"; }
-
-std::string OffCommand(const std::string& dev, uint32_t flag) {
-  return "`ip link set dev " + dev +
-         (flag == XDP_FLAGS_DRV_MODE ? " xdpdrv off`" : " xdpgeneric off`");
 }
 
 }  // namespace
@@ -250,130 +142,15 @@ XdpError XdpPort::Load() {
                 "BPF object lacks program " BURST_STEER_PROG_NAME " or map " BURST_STEER_XSKS_MAP);
   }
   bpf_map__set_max_entries(xsks, max_queues_);
-  if (bpf_object__load(obj) != 0) {
-    const int e = errno;
-    return Fail(e, "loading the XDP program failed (" + Errno(e) + ")" +
-                       (e == EPERM ? ": needs CAP_BPF and CAP_NET_ADMIN (root), and a kernel "
-                                     "lockdown mode that allows BPF"
-                                   : ""));
+  // libxdp loads it when it attaches: as an extension (freplace) program of its
+  // dispatcher, or as a plain XDP program when it falls back to a legacy attach.
+  DECLARE_LIBXDP_OPTS(xdp_program_opts, xopts, .obj = obj, .prog_name = BURST_STEER_PROG_NAME);
+  xdp_program* xprog = xdp_program__create(&xopts);
+  if (xprog == nullptr || libxdp_get_error(xprog) != 0) {
+    const int e = errno ? errno : EINVAL;
+    return Fail(e, "libxdp cannot take the XDP program " BURST_STEER_PROG_NAME ": " + Errno(e));
   }
-  prog_fd_ = bpf_program__fd(prog);
-  xsks_fd_ = bpf_map__fd(xsks);
-  counters_fd_ = bpf_object__find_map_fd_by_name(obj, BURST_STEER_COUNTERS_MAP);
-  owner_fd_ = bpf_object__find_map_fd_by_name(obj, BURST_STEER_OWNER_MAP);
-  bpf_prog_info pinfo{};
-  uint32_t len = sizeof(pinfo);
-  if (bpf_obj_get_info_by_fd(prog_fd_, &pinfo, &len) == 0) prog_id_ = pinfo.id;
-
-  // Who attached it: the next loader uses this to tell stale from busy.
-  burst_steer_owner owner{};
-  owner.pid = static_cast<uint32_t>(getpid());
-  owner.version = BURST_STEER_VERSION;
-  owner.start_time = xdp_sys::ProcessStartTime(getpid());
-  const uint32_t zero = 0;
-  // The program never reads the owner map: bind it so that it is listed among
-  // the program's maps (that is how the next loader finds it).
-  if (owner_fd_ < 0 || counters_fd_ < 0 ||
-      bpf_map_update_elem(owner_fd_, &zero, &owner, BPF_ANY) != 0 ||
-      bpf_prog_bind_map(prog_fd_, owner_fd_, nullptr) != 0) {
-    const int e = errno ? errno : ENOENT;
-    return Fail(e, std::string("cannot set up the owner map of the XDP program: ") + Errno(e));
-  }
-  return {};
-}
-
-XdpError XdpPort::Attach() {
-  const std::string& dev = config_.netdev;
-  LIBBPF_OPTS(bpf_xdp_query_opts, q);
-  if (bpf_xdp_query(ifindex_, 0, &q) != 0) {
-    const int e = errno;
-    return Fail(e, "cannot query XDP programs on '" + dev + "': " + Errno(e));
-  }
-
-  // A program already there: a stale burst program is replaced, anything else is busy.
-  AttachedProg old;
-  const uint32_t old_id = q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id;
-  if (q.hw_prog_id != 0) {
-    return Fail(EBUSY, "'" + dev + "' has an offloaded (hw) XDP program (id " +
-                           std::to_string(q.hw_prog_id) + "): remove it with `ip link set dev " +
-                           dev + " xdpoffload off`");
-  }
-  if (old_id != 0) {
-    if (XdpError e =
-            InspectAttached(old_id, q.drv_prog_id ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE, &old);
-        e) {
-      return e;
-    }
-    if (old.name != BURST_STEER_PROG_NAME) {
-      if (old.fd >= 0) close(old.fd);
-      return Fail(EBUSY, "'" + dev + "' is busy: XDP program '" + old.name + "' (id " +
-                             std::to_string(old.id) + ", " + ModeName(old.mode_flag) +
-                             ") is attached and not burst's: detach it with " +
-                             OffCommand(dev, old.mode_flag) + " or stop its owner");
-    }
-    if (old.has_owner && OwnerAlive(old.owner)) {
-      close(old.fd);
-      return Fail(EBUSY, "'" + dev + "' is busy: burst's XDP program (id " +
-                             std::to_string(old.id) + ") belongs to running process " +
-                             std::to_string(old.owner.pid) + ": stop it, or use another netdev");
-    }
-    notes_ = "replaced stale " BURST_STEER_PROG_NAME " (id " + std::to_string(old.id) + ", " +
-             ModeName(old.mode_flag) + ", version " +
-             (old.has_version ? std::to_string(old.version) : std::string("unknown")) +
-             ", owner pid " + (old.has_owner ? std::to_string(old.owner.pid) : "unknown") +
-             " gone)";
-  }
-
-  std::vector<uint32_t> modes;
-  if (config_.xdp_mode != XdpAttachMode::kGeneric) modes.push_back(XDP_FLAGS_DRV_MODE);
-  if (config_.xdp_mode != XdpAttachMode::kNative) modes.push_back(XDP_FLAGS_SKB_MODE);
-
-  XdpError last;
-  for (uint32_t mode : modes) {
-    xdp_sys::ClearLibbpfLog();
-    LIBBPF_OPTS(bpf_xdp_attach_opts, opts);
-    uint32_t flags = mode;
-    if (old.fd >= 0 && old.mode_flag == mode) {
-      flags |= XDP_FLAGS_REPLACE;  // atomic swap of the stale program
-      opts.old_prog_fd = old.fd;
-    } else {
-      if (old.fd >= 0) {
-        // Stale program in the other mode: native and generic cannot coexist.
-        LIBBPF_OPTS(bpf_xdp_attach_opts, dopts, .old_prog_fd = old.fd);
-        if (bpf_xdp_detach(ifindex_, old.mode_flag | XDP_FLAGS_REPLACE, &dopts) != 0) {
-          const int e = errno;
-          close(old.fd);
-          return Fail(e, "cannot detach the stale XDP program (id " + std::to_string(old.id) +
-                             ") from '" + dev + "': " + Errno(e) + "; try " +
-                             OffCommand(dev, old.mode_flag));
-        }
-        close(old.fd);
-        old.fd = -1;
-      }
-      flags |= XDP_FLAGS_UPDATE_IF_NOEXIST;
-    }
-    if (bpf_xdp_attach(ifindex_, prog_fd_, flags, &opts) == 0) {
-      attached_ = true;
-      native_ = mode == XDP_FLAGS_DRV_MODE;
-      break;
-    }
-    const int e = errno;
-    if (e == EBUSY || e == EEXIST) {
-      last = Fail(EBUSY, "'" + dev +
-                             "' is busy: another XDP program was attached meanwhile; "
-                             "detach it with `ip link set dev " +
-                             dev + " xdp off`");
-      break;
-    }
-    last = Fail(e, std::string("attaching XDP (") + ModeName(mode) + ") to '" + dev +
-                       "' failed: " + Errno(e) +
-                       (e == EOPNOTSUPP && mode == XDP_FLAGS_DRV_MODE
-                            ? " (driver has no native XDP: use xdp_mode=generic or auto)"
-                        : e == EPERM ? " (needs CAP_NET_ADMIN: run as root)"
-                                     : " (the kernel's reason, if any, follows)"));
-  }
-  if (old.fd >= 0) close(old.fd);
-  if (!attached_) return last;
+  xprog_ = xprog;
   return {};
 }
 
@@ -391,12 +168,8 @@ bool XdpPort::ReadCounters(XdpSteerCounters* out) const {
 }
 
 XdpPort::~XdpPort() {
-  if (attached_) {
-    // Only if it is still ours: XDP_FLAGS_REPLACE with our fd as the expected one.
-    LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = prog_fd_);
-    bpf_xdp_detach(ifindex_,
-                   (native_ ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE) | XDP_FLAGS_REPLACE, &opts);
-  }
+  Detach();
+  if (xprog_ != nullptr) xdp_program__close(xprog_);  // created over obj_: leaves it open
   if (obj_ != nullptr) bpf_object__close(obj_);
 }
 

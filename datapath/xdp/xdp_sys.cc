@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #include "datapath/xdp/xdp_sys.h"
 
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -8,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <xdp/libxdp.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -67,7 +69,10 @@ std::mutex g_log_mutex;
 std::deque<std::string> g_log_lines;  // written by libbpf's callback, read by LibbpfLog()
 constexpr size_t kLogLines = 12;
 
-int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+std::string g_dispatcher_reason;  // see DispatcherUnavailableReason()
+
+// Formats one library line; "" when it is debug output or empty.
+std::string FormatLine(bool is_debug, const char* fmt, va_list args) {
   static const bool debug = [] {
     const char* v = std::getenv("BURST_LIBBPF_DEBUG");
     return v != nullptr && v[0] != '\0' && v[0] != '0';
@@ -78,13 +83,39 @@ int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
   std::vsnprintf(line, sizeof(line), fmt, copy);
   va_end(copy);
   if (debug) std::fputs(line, stderr);
-  if (level == LIBBPF_DEBUG) return 0;
+  if (is_debug) return {};
   std::string s(line);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return 0;
+  return s;
+}
+
+void Keep(std::string s) {
+  if (s.empty()) return;
   std::lock_guard<std::mutex> lock(g_log_mutex);
   g_log_lines.push_back(std::move(s));
   if (g_log_lines.size() > kLogLines) g_log_lines.pop_front();
+}
+
+int LibbpfPrint(enum libbpf_print_level level, const char* fmt, va_list args) {
+  std::string s = FormatLine(level == LIBBPF_DEBUG, fmt, args);
+  // libxdp's metadata (XDP_RUN_CONFIG) is read by libxdp, not libbpf: no news.
+  if (s.find(".xdp_run_config") != std::string::npos) return 0;
+  Keep(std::move(s));
+  return 0;
+}
+
+// libxdp says why it falls back in a warning ("Can't use dispatcher without a
+// working bpffs") or an info line ("Compatibility check for dispatcher program
+// failed: ..."), before "Falling back to loading single prog without dispatcher".
+int LibxdpPrint(enum libxdp_print_level level, const char* fmt, va_list args) {
+  std::string s = FormatLine(level == LIBXDP_DEBUG, fmt, args);
+  if (s.empty()) return 0;
+  if ((s.find("dispatcher") != std::string::npos || s.find("bpffs") != std::string::npos) &&
+      s.find("Falling back") == std::string::npos) {
+    std::lock_guard<std::mutex> lock(g_log_mutex);
+    g_dispatcher_reason = s;
+  }
+  Keep(std::move(s));
   return 0;
 }
 
@@ -177,9 +208,39 @@ void UnmapRegion(Region* r) {
   *r = Region{};
 }
 
+bool DatasecVarOffset(const btf* b, int datasec_id, const char* var, uint32_t* off) {
+  const btf_type* t = btf__type_by_id(b, datasec_id);
+  if (t == nullptr || !btf_is_datasec(t)) return false;
+  const btf_var_secinfo* vs = btf_var_secinfos(t);
+  for (int i = 0; i < btf_vlen(t); ++i, ++vs) {
+    const btf_type* v = btf__type_by_id(b, vs->type);
+    if (v == nullptr) continue;
+    const char* name = btf__name_by_offset(b, v->name_off);
+    if (name != nullptr && std::strcmp(name, var) == 0) {
+      *off = vs->offset;
+      return true;
+    }
+  }
+  return false;
+}
+
 void InstallLibbpfLogger() {
   static std::once_flag once;
-  std::call_once(once, [] { libbpf_set_print(LibbpfPrint); });
+  std::call_once(once, [] {
+    libbpf_set_print(LibbpfPrint);
+    libxdp_set_print(LibxdpPrint);
+  });
+}
+
+std::string DispatcherUnavailableReason() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  return g_dispatcher_reason;
+}
+
+XdpError FailWithLog(int code, std::string message) {
+  const std::string log = LibbpfLog();
+  if (!log.empty()) message += " [libbpf/libxdp: " + log + "]";
+  return XdpError{code, std::move(message)};
 }
 
 void ClearLibbpfLog() {

@@ -12,6 +12,8 @@
 
 #include "datapath/xdp/xdp_config.h"
 
+struct btf;
+
 namespace burst::datapath::xdp_sys {
 
 // Names of required capabilities the process lacks ("" when it has all).
@@ -35,11 +37,22 @@ struct Region {
 XdpError MapRegion(size_t bytes, HugepageMode mode, Region* out);
 void UnmapRegion(Region* r);
 
-// libbpf prints through a process-wide callback; this one keeps the last lines
-// (warnings and errors) so a failure message can quote the kernel's reason.
-// Set BURST_LIBBPF_DEBUG=1 to also print everything to stderr.
+// Offset of variable `var` inside the data section type `datasec_id` of `b`.
+bool DatasecVarOffset(const btf* b, int datasec_id, const char* var, uint32_t* off);
+
+// libbpf and libxdp print through process-wide callbacks; these keep the last
+// lines (warnings, errors, libxdp's info) so a failure message can quote the
+// kernel's reason, and nothing reaches stderr unasked.
+// Set BURST_LIBBPF_DEBUG=1 to also print everything (debug included) to stderr.
 void InstallLibbpfLogger();
 void ClearLibbpfLog();
 std::string LibbpfLog();  // captured lines, "" when none
+// The last line in which libxdp said why its dispatcher cannot be used ("" if
+// it never did). Kept across ClearLibbpfLog(): libxdp checks the kernel once per
+// process and says so only then.
+std::string DispatcherUnavailableReason();
+
+// `message`, with the captured libbpf/libxdp lines appended when there are any.
+XdpError FailWithLog(int code, std::string message);
 
 }  // namespace burst::datapath::xdp_sys

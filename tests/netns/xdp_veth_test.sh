@@ -122,6 +122,10 @@ echo "tx=$tx_frames rx=$rx_frames (q0=$rx_q0 q1=$rx_q1) bad=$rx_bad steered=$ste
 ((no_sock == 0)) || fail "frames found no socket although every queue had one"
 xdp_attached && fail "program still attached after a clean exit"
 echo "clean exit detached the program"
+# This kernel (locked down, no BTF; bpffs not mounted) leaves libxdp no dispatcher:
+# the port says so, once, and attaches alone as before (tests/interop/xdp_share.sh: the dispatcher).
+[[ $(grep -c "legacy XDP attach: libxdp's multi-program dispatcher is unavailable" "$TMP/steer.out") == 1 ]] ||
+  { cat "$TMP/steer.out"; fail "the legacy attach was not reported once"; }
 
 # ---------------------------------------------------------------- 2
 log "2. kill -9 of the receiver, then a fresh start on the same interface"
