@@ -26,6 +26,7 @@ PKGS=(
   qemu-system-x86 busybox-static cpio kmod ibverbs-providers rdmacm-utils tcpdump  # rxe guests (interop)
   dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
   python3-matplotlib                      # bench/: plots in docs/benchmarks.md
+  debhelper dpkg-dev lintian              # the Debian package: scripts/build-deb.sh, ctest package.deb
 )
 
 if [[ $(id -u) -ne 0 ]]; then
