@@ -37,7 +37,7 @@ cp -a "$SRC/packaging/debian" "$dest/debian"
 if [[ ${CCACHE_DISABLE:-0} != 1 ]] && command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
 fi
-export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-} parallel=$JOBS"
+export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$JOBS"
 
 cd "$dest"
 start=$(date +%s)

@@ -30,5 +30,6 @@ have "*/etc/libibverbs.d/burst.driver"
 have "$prefix/share/man/man8/burstd.8"
 have "$prefix/share/man/man8/burstctl.8"
 have "$prefix/share/man/man5/burstd.conf.5"
+have "$prefix/share/man/man1/burst-xfer.1"
 echo "== installed:"; (cd "$tmp" && find . -type f | sort)
 exit $fail
