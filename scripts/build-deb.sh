@@ -34,8 +34,13 @@ cp -a "$SRC/packaging/debian" "$dest/debian"
 
 # ccache, when present, through CMake's launcher variables (read from the
 # environment by CMake >= 3.17): a rebuild of the same tree at the same path hits.
+# debhelper 13 points HOME into the build tree, so the caller's cache directory
+# and configuration are named explicitly (else every build has a new, empty cache).
 if [[ ${CCACHE_DISABLE:-0} != 1 ]] && command -v ccache >/dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  CCACHE_DIR=$(ccache -k cache_dir) && export CCACHE_DIR
+  conf=${CCACHE_CONFIGPATH:-${XDG_CONFIG_HOME:-$HOME/.config}/ccache/ccache.conf}
+  [[ -f $conf ]] && export CCACHE_CONFIGPATH=$conf
 fi
 export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }parallel=$JOBS"
 

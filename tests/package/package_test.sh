@@ -54,6 +54,10 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
   sed -e '/^#/d' -e '/^$/d' -e "s/MULTIARCH/$multiarch/" "$SRC/tests/package/expected_files.txt"
   for f in "$SRC"/packaging/systemd/*.service; do [[ -e $f ]] && echo "/lib/systemd/system/${f##*/}"; done
   for f in "$SRC"/packaging/etc/burst/*.conf; do [[ -e $f ]] && echo "/etc/burst/${f##*/}"; done
+  for f in "$SRC"/packaging/etc/burst/*.example; do
+    [[ -e $f ]] && echo "/usr/share/doc/burst/examples/${f##*/}"
+  done
+  [[ -e $SRC/docs/service.md ]] && echo /usr/share/doc/burst/service.md.gz
 } | sort >"$WORK/expected.txt"
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$WORK/files.txt"
 echo "== dpkg -c $(basename "$deb")"
