@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Device discovery: the provider's registration with libibverbs, how a burst
 // device is recognised, and the per-device state read from its sysfs directory.
+#include <dlfcn.h>
 #include <endian.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +14,7 @@
 #include <cstring>
 
 #include "abi/burst_device.h"
+#include "provider/ibverbs_release.h"
 #include "provider/provider.h"
 
 namespace burst::provider {
@@ -117,8 +120,34 @@ const verbs_device_ops kDeviceOps = {
     .uninit_device = uninit_device,
 };
 
+// Whether the libibverbs that loaded us is the release burst_verbs_abi.h is
+// written for (ibverbs_release.h). Another one gets a message and no provider:
+// its devices stay unclaimed instead of being driven with wrong layouts. A
+// library whose file name does not say its release is trusted (a build of
+// rdma-core's own tree names it the same way).
+bool ibverbs_release_matches() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&verbs_register_driver_34), &info) == 0 ||
+      info.dli_fname == nullptr)
+    return true;
+  char real[PATH_MAX];
+  const char* path = realpath(info.dli_fname, real) != nullptr ? real : info.dli_fname;
+  const int release = ibverbs_release_from_path(path);
+  if (release < 0 || release == kIbverbsRelease) return true;
+  fprintf(stderr,
+          "burst: %s is rdma-core %d's libibverbs; this burst provider is built for rdma-core %d "
+          "(IBVERBS_PRIVATE_34 with its layouts): not registering, burst devices are unavailable "
+          "(install the burst package built for this rdma-core)\n",
+          path, release, kIbverbsRelease);
+  return false;
+}
+
 // libibverbs dlopen()s the provider (RTLD_NOW) and expects it to register itself.
-__attribute__((constructor)) void register_provider() { verbs_register_driver_34(&kDeviceOps); }
+// (A libibverbs without IBVERBS_PRIVATE_34 fails the dlopen itself: libibverbs
+// prints the loader's "version `IBVERBS_PRIVATE_34' not found".)
+__attribute__((constructor)) void register_provider() {
+  if (ibverbs_release_matches()) verbs_register_driver_34(&kDeviceOps);
+}
 
 }  // namespace
 

@@ -27,6 +27,8 @@ PKGS=(
   dpdk-dev libdpdk-dev                    # DPDK datapath backend (22.11)
   python3-matplotlib                      # bench/: plots in docs/benchmarks.md
   mmdebstrap systemd-container            # service test: burstd@.service in a Debian 12 root booted by systemd-nspawn
+  debhelper dpkg-dev lintian              # the Debian package: scripts/build-deb.sh, ctest package.deb
+  xdp-tools                               # interop.xdp_share: xdp-filter beside burst in libxdp's dispatcher
 )
 
 if [[ $(id -u) -ne 0 ]]; then

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
                   "directory, removed afterwards)");
   run->add_option("--provider", run_opts.provider,
                   "the provider library, libburst-rdmav34.so (default: $BURST_PROVIDER, else "
-                  "this build's)");
+                  BURST_PROVIDER_DEFAULT "-rdmav34.so)");
   run->add_option("--socket", run_opts.socket,
                   "only this burstd's control socket, passed to COMMAND as $" BURST_CTL_SOCKET_ENV
                   " (default: $" BURST_CTL_SOCKET_ENV

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# package.deb: builds the Debian package from a clean copy of the tree
+# (scripts/build-deb.sh: a full release build with Debian's flags), then
+#   1. the file list (dpkg -c) is exactly tests/package/expected_files.txt,
+#   2. Depends names the one libibverbs1 release the provider is built for,
+#   3. lintian reports no error, and every warning it reports is explained in
+#      docs/packaging.md (its tag appears there),
+#   4. unpacked into a scratch root with dpkg -x (nothing is installed on the
+#      host), burstd --version/--help and burstctl --help run from there, and
+#      the provider loads into libibverbs without a message.
+# The build runs in one fixed directory (default /tmp/burst-package, under a
+# lock), so that ccache finds the objects of the previous run: the first build
+# takes minutes, a rebuild of an unchanged tree far less.
+# Usage: package_test.sh SOURCE_DIR [WORK_DIR]
+# Exit: 0 pass, 1 fail, 77 skipped (dpkg-buildpackage, debhelper or lintian
+# missing, or the Build-Depends not installed: scripts/install-deps.sh).
+set -uo pipefail
+SRC=${1:?usage: package_test.sh SOURCE_DIR [WORK_DIR]}
+WORK=${2:-${BURST_PACKAGE_DIR:-/tmp/burst-package}}
+
+for tool in dpkg-buildpackage dh lintian dpkg-deb; do
+  command -v "$tool" >/dev/null ||
+    { echo "package.deb: skipped: $tool missing (scripts/install-deps.sh installs debhelper, lintian)"; exit 77; }
+done
+if ! unmet=$(cd "$SRC/packaging" && dpkg-checkbuilddeps 2>&1); then
+  echo "package.deb: skipped: Build-Depends not installed (scripts/install-deps.sh): $unmet"
+  exit 77
+fi
+
+mkdir -p "$WORK"
+exec 9>"$WORK/.lock"
+flock 9  # one build at a time in WORK (parallel runs of the test wait)
+
+fail=0
+check() {  # check DESCRIPTION COMMAND...: runs COMMAND, reports ok/FAIL
+  local what=$1; shift
+  if "$@"; then echo "ok: $what"; else echo "FAIL: $what"; fail=1; fi
+}
+
+start=$(date +%s)
+if ! "$SRC/scripts/build-deb.sh" "$WORK" >"$WORK/build.log" 2>&1; then
+  echo "FAIL: dpkg-buildpackage (last lines of $WORK/build.log):"
+  tail -40 "$WORK/build.log"
+  exit 1
+fi
+echo "ok: package built in $(($(date +%s) - start)) s ($WORK/build.log)"
+deb=$(ls "$WORK"/src/burst_*.deb | head -1)
+[[ -f $deb ]] || { echo "FAIL: no burst_*.deb in $WORK/src"; exit 1; }
+
+# 1. The file list.
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+{
+  sed -e '/^#/d' -e '/^$/d' -e "s/MULTIARCH/$multiarch/" "$SRC/tests/package/expected_files.txt"
+  for f in "$SRC"/packaging/systemd/*.service; do [[ -e $f ]] && echo "/lib/systemd/system/${f##*/}"; done
+  for f in "$SRC"/packaging/etc/burst/*.conf; do [[ -e $f ]] && echo "/etc/burst/${f##*/}"; done
+  for f in "$SRC"/packaging/etc/burst/*.example; do
+    [[ -e $f ]] && echo "/usr/share/doc/burst/examples/${f##*/}"
+  done
+  [[ -e $SRC/docs/service.md ]] && echo /usr/share/doc/burst/service.md.gz
+} | sort >"$WORK/expected.txt"
+dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$WORK/files.txt"
+echo "== dpkg -c $(basename "$deb")"
+dpkg-deb -c "$deb"
+check "file list is tests/package/expected_files.txt" diff -u "$WORK/expected.txt" "$WORK/files.txt"
+
+# 2. The libibverbs dependency: exactly rdma-core 44's libibverbs1.
+depends=$(dpkg-deb -f "$deb" Depends)
+echo "== Depends: $depends"
+check "Depends: libibverbs1 (>= 44)" grep -qF 'libibverbs1 (>= 44)' <<<"$depends"
+check "Depends: libibverbs1 (<< 45~)" grep -qF 'libibverbs1 (<< 45~)' <<<"$depends"
+
+# 3. lintian: no error; each warning explained in docs/packaging.md.
+echo "== lintian"
+changes=$(ls "$WORK"/src/burst_*.changes | head -1)
+lintian --info --display-info "$changes" >"$WORK/lintian.txt" 2>&1
+cat "$WORK/lintian.txt"
+check "lintian: no error" bash -c "! grep -q '^E: ' '$WORK/lintian.txt'"
+for tag in $(sed -n 's/^W: [^ ]* [a-z]*: \([a-z0-9-]*\).*/\1/p; s/^W: [^ ]*: \([a-z0-9-]*\).*/\1/p' \
+               "$WORK/lintian.txt" | sort -u); do
+  check "lintian warning $tag is explained in docs/packaging.md" grep -q -- "$tag" "$SRC/docs/packaging.md"
+done
+
+# 4. Unpacked into a scratch root: the programs run, the provider loads.
+root="$WORK/root"
+rm -rf "$root"
+dpkg-deb -x "$deb" "$root"
+check "burstd --version" bash -c "'$root/usr/sbin/burstd' --version | grep -q '^burstd '"
+check "burstd --help" bash -c "'$root/usr/sbin/burstd' --help | grep -q -- '--netdev'"
+check "burstctl --help" bash -c "'$root/usr/bin/burstctl' --help | grep -q 'run'"
+check "burst-xfer --help" bash -c "'$root/usr/bin/burst-xfer' --help >/dev/null"
+check "burstctl's default provider is the installed one" \
+  grep -q "/usr/lib/$multiarch/libibverbs/libburst" "$root/usr/bin/burstctl"
+provider="$root/usr/lib/$multiarch/libibverbs/libburst-rdmav34.so"
+if command -v python3 >/dev/null; then
+  check "the packaged provider loads into libibverbs, silently" bash -c "
+    out=\$(python3 -c 'import ctypes, sys
+ctypes.CDLL(\"libibverbs.so.1\", mode=ctypes.RTLD_GLOBAL); ctypes.CDLL(sys.argv[1])' '$provider' 2>&1) &&
+    [[ -z \$out ]] || { echo \"\$out\"; false; }"
+fi
+check "the provider binds IBVERBS_PRIVATE_34 only" bash -c \
+  "[[ \$(objdump -T '$provider' | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u) == IBVERBS_PRIVATE_34 ]]"
+
+((fail)) && echo "package.deb: FAILED" || echo "package.deb: all checks passed"
+echo "package.deb: total $(($(date +%s) - start)) s"
+exit $fail
