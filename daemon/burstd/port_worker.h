@@ -125,14 +125,21 @@ class WorkerBase {
   // hold frames for this worker, and producers wake it; set before start().
   core::Handoff* handoff_ = nullptr;
   bool drain_commands();              // worker thread; true when it ran any
-  void back_off(bool worked);         // worker thread
+  // Worker thread, once per loop iteration: `worked` any work, `data` work for
+  // the applications' QPs (their rings, their frames); see back_off().
+  void back_off(bool worked, bool data);
   void base_stats(WorkerStats* out);  // worker thread
 
  private:
   const uint32_t index_;
   const WorkerOptions options_;
+  void sleep();             // worker thread
+  void wake_for_command();  // control thread, after queueing a command
   int wake_fd_ = -1;
   std::thread thread_;
+  // 1 while the worker sleeps: written by the worker (and cleared by run()'s
+  // wake), read by the control thread in run().
+  std::atomic<uint32_t> cmd_sleeping_{0};
   std::atomic<bool> stop_{false};  // written by the control thread, read by the worker
   CommandQueue commands_;
   // Written and read by the worker thread only.
@@ -172,13 +179,22 @@ class PortWorker final : public WorkerBase {
  private:
   void thread_main() override {
     loop_->on_thread_start();
+    const core::WorkerCounters& loop_counters = loop_->counters();  // stable reference
+    const core::EngineCounters& engine_counters = engine_.counters();
+    // Frames of the applications' QPs: all frames but QP1's (the CM's MADs).
+    auto data_frames = [&] {
+      return engine_counters.rx_packets + engine_counters.tx_packets + loop_counters.handoff_out -
+             engine_.gsi_frames() - loop_counters.handoff_gsi;
+    };
     while (!stop_requested()) {
       bool worked = drain_commands();
       const uint64_t now = monotonic_ns();
-      worked |= plane_.poll(engine_, now);  // applications' work requests
+      const uint64_t frames_before = data_frames();
+      bool data = plane_.poll(engine_, now);  // applications' work requests
       worked |= loop_->poll_once(now);
-      worked |= plane_.deliver(engine_);  // completions to the applications' CQ rings
-      back_off(worked);
+      data |= plane_.deliver(engine_);  // completions to the applications' CQ rings
+      data |= data_frames() != frames_before;
+      back_off(worked || data, data);
     }
   }
 

@@ -140,6 +140,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   qp.qpn = qpn;
   qp.worker = w;
   qp.type = req.qp_type;
+  qp_client_[qpn] = QpOwner{client, req.qp_type};
   qp.sq_sig_all = init.sq_sig_all;
   qp.pd = req.pd_handle;
   qp.send_cq = req.send_cq_handle;
@@ -206,6 +207,7 @@ int Resources::destroy_qp(uint32_t client, uint32_t handle) {
     return e;
   }
   c->qps.erase(handle);
+  qp_client_.erase(qp.qpn);
   --c->pds[qp.pd].refs;
   --c->cqs[qp.send_cq].refs;
   --c->cqs[qp.recv_cq].refs;
