@@ -78,6 +78,7 @@ one_run() {  # LABEL BURSTD RUN
   kill -TERM "$sp" 2>/dev/null; timeout 5 tail --pid="$sp" -f /dev/null
   kill -TERM "$pa" "$pb" 2>/dev/null
   timeout 5 tail --pid="$pa" -f /dev/null; timeout 5 tail --pid="$pb" -f /dev/null
+  mkdir -p /tmp/cm_cpu.last && cp "$TMP"/*.log "$TMP"/client.err /tmp/cm_cpu.last/ 2>/dev/null
   [[ $line == \{* ]] || { echo "client failed ($label run $r): $(tail -3 "$TMP/client.err")" >&2; return; }
   python3 - "$label" "$r" "$N" "$line" "$a0" "$a1" "$b0" "$b1" >>"$RES" <<'PY'
 import json, sys

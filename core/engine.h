@@ -194,10 +194,6 @@ class Engine {
   static uint16_t udp_sport_for(uint32_t src_qpn, uint32_t dest_qpn);
 
   const EngineCounters& counters() const { return counters_; }
-  // Frames received for QP1 or built from it (within counters().rx_packets /
-  // tx_packets): an idle worker tells the CM's traffic from the applications'
-  // by it. Worker thread.
-  uint64_t gsi_frames() const { return gsi_frames_; }
   const EngineConfig& config() const { return config_; }
   uint32_t port_max_mtu_bytes() const {
     return port_max_mtu_;
@@ -390,7 +386,6 @@ class Engine {
   GsiChannel* gsi_ = nullptr;  // attach_gsi (QPN 1's owner); nullptr: no GSI here
   Psn gsi_psn_{0};             // QP1's next BTH PSN
   bool gsi_notify_ = false;    // rx_burst delivered MADs: notify once at its end
-  uint64_t gsi_frames_ = 0;    // frames received for QP1 or built from it (gsi_frames())
   // Read-ahead of cross-memory transmit payload (space_read).
   static constexpr uint32_t kTxStageBytes = 64 * 1024;
   struct TxStage {

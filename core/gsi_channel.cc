@@ -183,7 +183,6 @@ uint32_t Engine::gsi_build(datapath::Frame* bufs, uint32_t n) {
     ++out;
   }
   if (out > 0) gsi_->count_tx(out);
-  gsi_frames_ += out;
   return out;
 }
 

@@ -128,7 +128,6 @@ void Engine::dispatch(const wire::PacketView& pv, uint64_t now_ns) {
   Qp* qp = find_qp(bth.dest_qpn());
   if (qp == nullptr) {
     if (gsi_ != nullptr && bth.dest_qpn() == kGsiQpn) {
-      ++gsi_frames_;
       gsi_receive(pv);  // QP1 in the datapath (core/gsi_channel.cc)
       return;
     }

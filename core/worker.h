@@ -121,7 +121,6 @@ struct WorkerCounters {
   uint64_t tx_backlogged = 0;  // built frames the backend did not take at once (kept, retried)
   uint64_t handoff_out = 0;    // frames passed to the worker that owns their QP
   uint64_t handoff_in = 0;     // frames taken from the rings (other workers', looped ones)
-  uint64_t handoff_gsi = 0;    // of handoff_out, frames for QPNs below first_qpn (QP1)
   uint64_t handoff_full = 0;   // frames dropped: the owner's inbound ring was full (the
                                // transport recovers them like a loss on the wire)
   uint64_t looped = 0;         // built frames for the port's own MAC, delivered without the wire
@@ -255,7 +254,7 @@ class Worker {
     uint32_t k = 0;
     uint64_t pushed = 0;  // owners given frames (bit w; bit 63 also for w >= 63)
     for (uint32_t i = 0; i < n; ++i) {
-      uint32_t qpn = 0;
+      uint32_t qpn;
       uint32_t owner = index_;
       if (wire::peek_dest_qpn(rx[i].data, rx[i].len, &qpn)) {
         if (qpn == wire::kMulticastQpn) {
@@ -268,7 +267,6 @@ class Worker {
         mine[k++] = rx[i];
       } else if (handoff_->ring(index_, owner).push(rx[i].data, rx[i].len)) {
         ++counters_.handoff_out;
-        if (qpn < engine_.config().first_qpn) ++counters_.handoff_gsi;
         pushed |= uint64_t{1} << (owner < 63 ? owner : 63);
       } else {
         ++counters_.handoff_full;

@@ -134,17 +134,17 @@ bool WorkerBase::drain_commands() {
 WorkerBase::WorkerBase(uint32_t index, const WorkerOptions& options)
     : index_(index), options_(options), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
-void WorkerBase::back_off(bool worked, bool data) {
-  if (worked && data) {
+void WorkerBase::back_off(bool worked) {
+  if (worked) {
     idle_loops_ = 0;
     sleep_us_ = 0;
     return;
   }
-  // Work that is not the applications' data (QP1's MADs, control commands,
-  // frames handed to another worker) neither restarts the spin/yield phase nor
-  // counts as idle: a worker woken for it goes back to the state it was in,
-  // usually asleep (the next MAD or command wakes it through its eventfd).
-  if (worked) return;
+  // Measured (docs/cm.md "burstd's cost per connection"): going back to sleep
+  // right after QP1-only or command-only work cost more CPU per connection
+  // than this spin/yield phase on a loaded 2-core machine (each wake-up is an
+  // eventfd write, a ppoll return and two context switches), so all work
+  // restarts it alike.
   ++idle_loops_;
   if (idle_loops_ < kSpinLoops) return;
   if (idle_loops_ < kSpinLoops + kYieldLoops || options_.idle_sleep_max_us == 0) {

@@ -125,9 +125,7 @@ class WorkerBase {
   // hold frames for this worker, and producers wake it; set before start().
   core::Handoff* handoff_ = nullptr;
   bool drain_commands();              // worker thread; true when it ran any
-  // Worker thread, once per loop iteration: `worked` any work, `data` work for
-  // the applications' QPs (their rings, their frames); see back_off().
-  void back_off(bool worked, bool data);
+  void back_off(bool worked);  // worker thread
   void base_stats(WorkerStats* out);  // worker thread
 
  private:
@@ -179,22 +177,13 @@ class PortWorker final : public WorkerBase {
  private:
   void thread_main() override {
     loop_->on_thread_start();
-    const core::WorkerCounters& loop_counters = loop_->counters();  // stable reference
-    const core::EngineCounters& engine_counters = engine_.counters();
-    // Frames of the applications' QPs: all frames but QP1's (the CM's MADs).
-    auto data_frames = [&] {
-      return engine_counters.rx_packets + engine_counters.tx_packets + loop_counters.handoff_out -
-             engine_.gsi_frames() - loop_counters.handoff_gsi;
-    };
     while (!stop_requested()) {
       bool worked = drain_commands();
       const uint64_t now = monotonic_ns();
-      const uint64_t frames_before = data_frames();
-      bool data = plane_.poll(engine_, now);  // applications' work requests
+      worked |= plane_.poll(engine_, now);  // applications' work requests
       worked |= loop_->poll_once(now);
-      data |= plane_.deliver(engine_);  // completions to the applications' CQ rings
-      data |= data_frames() != frames_before;
-      back_off(worked || data, data);
+      worked |= plane_.deliver(engine_);  // completions to the applications' CQ rings
+      back_off(worked);
     }
   }
 
