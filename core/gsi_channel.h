@@ -64,7 +64,12 @@ struct GsiCounters {
 
 class GsiChannel {
  public:
-  static constexpr uint32_t kDefaultSlots = 256;
+  // MADs per ring. 256 overflowed in the 10,000-connection run (docs/cm.md
+  // "Scale"): thousands of connections in flight make bursts of REQs, REPs and
+  // their retransmissions larger than that, and every MAD a full ring drops
+  // (rx_ring_full, tx_ring_full) comes back later as more retransmissions.
+  // 2 x 4096 x 320 bytes, touched only as far as used.
+  static constexpr uint32_t kDefaultSlots = 4096;
 
   explicit GsiChannel(uint32_t slots = kDefaultSlots);
   ~GsiChannel();

@@ -32,6 +32,15 @@ class ShmRegion {
   uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   int fd() const { return fd_; }
+  // burstd, once the descriptor is on its way to the application: hands it
+  // to the caller (who closes it) and keeps only the mapping. A process holds
+  // at most RLIMIT_NOFILE descriptors (20,000 hard here), and a QP with its two
+  // CQs would otherwise keep three for its life.
+  int release_fd() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   bool valid() const { return data_ != nullptr; }
 
  private:

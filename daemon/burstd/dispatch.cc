@@ -133,7 +133,13 @@ void Dispatcher::open_session(Session& s) {
                static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid));
 }
 
+void Dispatcher::close_sent_fds(Session& s) {
+  for (int fd : s.sent_fds) ::close(fd);
+  s.sent_fds.clear();
+}
+
 void Dispatcher::close_session(Session& s, const char* why) {
+  close_sent_fds(s);
   if (cm_ != nullptr) cm_->close_channel(s.id);  // its rdma_cm ids, before its QPs
   const Resources::Released r = res_.release_client(s.id);
   --sessions_;
@@ -183,6 +189,7 @@ void Dispatcher::handle(Session& s, const uint8_t* msg, size_t len, const int* i
   out->clear();
   out_fds->clear();
   FdGuard guard(in_fds, n_in);
+  close_sent_fds(s);
   ++s.requests;
   burst_ctl_hdr h{};
   if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));

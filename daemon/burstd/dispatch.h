@@ -39,6 +39,11 @@ struct Session {
   uint16_t version = 0;  // negotiated
   uint32_t requests = 0;
   uint32_t errors_logged = 0;
+  // Region descriptors (QP, CQ, SRQ rings) sent with the last response, no
+  // longer held by their region: closed at this session's next request (the
+  // client has that response, so the kernel holds its own reference) or when
+  // the session closes.
+  std::vector<int> sent_fds;
 };
 
 class Dispatcher {
@@ -48,6 +53,7 @@ class Dispatcher {
   // A new connection (credentials filled in) / a closed one (its objects released).
   void open_session(Session& s);
   void close_session(Session& s, const char* why);
+  void close_sent_fds(Session& s);  // Session::sent_fds
 
   // Handles one received message; `out` gets the response. *close: the peer
   // does not speak this protocol, close after sending the response.

@@ -2,6 +2,7 @@
 #include "daemon/burstd/port_worker.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 
@@ -75,7 +77,12 @@ WorkerBase::~WorkerBase() {
 void WorkerBase::start() {
   if (thread_.joinable()) return;
   stop_.store(false);
-  thread_ = std::thread([this] { thread_main(); });
+  thread_ = std::thread([this] {
+    char name[16];
+    std::snprintf(name, sizeof(name), "burstd-w%u", index_);
+    pthread_setname_np(pthread_self(), name);  // top -H, bench/cm_cpu.sh
+    thread_main();
+  });
 }
 
 void WorkerBase::stop() {
@@ -99,9 +106,21 @@ int WorkerBase::run(const std::function<void(WorkerBase&)>& fn, uint32_t timeout
     timespec ts{0, kPushRetryUs * 1000};
     nanosleep(&ts, nullptr);
   }
+  wake_for_command();
   const uint64_t now = monotonic_ns();
   const uint32_t left_ms = now >= deadline ? 1 : uint32_t((deadline - now) / 1'000'000u) + 1;
   return cmd->wait(left_ms) ? 0 : ETIMEDOUT;
+}
+
+// Control thread, after a push: a sleeping worker is woken at once instead of
+// at the end of its sleep (up to idle_sleep_max_us per command). Dekker with
+// back_off: each side stores its flag, fences, then reads the other's.
+void WorkerBase::wake_for_command() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (cmd_sleeping_.load(std::memory_order_relaxed) == 0 || wake_fd_ < 0) return;
+  if (cmd_sleeping_.exchange(0, std::memory_order_relaxed) == 0) return;
+  const uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof(one));
 }
 
 bool WorkerBase::drain_commands() {
@@ -136,6 +155,11 @@ void WorkerBase::back_off(bool worked) {
     sleep_us_ = 0;
     return;
   }
+  // Measured (docs/cm.md "burstd's cost per connection"): going back to sleep
+  // right after QP1-only or command-only work cost more CPU per connection
+  // than this spin/yield phase on a loaded 2-core machine (each wake-up is an
+  // eventfd write, a ppoll return and two context switches), so all work
+  // restarts it alike.
   ++idle_loops_;
   if (idle_loops_ < kSpinLoops) return;
   if (idle_loops_ < kSpinLoops + kYieldLoops || options_.idle_sleep_max_us == 0) {
@@ -144,10 +168,23 @@ void WorkerBase::back_off(bool worked) {
   }
   sleep_us_ = sleep_us_ == 0 ? kFirstSleepUs : std::min(sleep_us_ * 2, options_.idle_sleep_max_us);
   sleep_us_ = std::min(sleep_us_, options_.idle_sleep_max_us);
-  // Sleep until the timeout (timers), a frame on an RX socket, or an
-  // application's kick (its post found need_wakeup set).
+  sleep();
+}
+
+// Sleeps until the timeout (timers), a frame on an RX socket, an
+// application's kick (its post found need_wakeup set), a frame from another
+// worker or a control command.
+void WorkerBase::sleep() {
   if (!plane_.prepare_sleep()) return;
   if (handoff_ != nullptr && !handoff_->may_sleep(index_)) {
+    plane_.end_sleep();
+    return;
+  }
+  cmd_sleeping_.store(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!commands_.empty()) {
+    cmd_sleeping_.store(0, std::memory_order_relaxed);
+    if (handoff_ != nullptr) handoff_->woke(index_);
     plane_.end_sleep();
     return;
   }
@@ -162,6 +199,7 @@ void WorkerBase::back_off(bool worked) {
     uint64_t v;
     (void)!read(wake_fd_, &v, sizeof(v));
   }
+  cmd_sleeping_.store(0, std::memory_order_relaxed);
   if (handoff_ != nullptr) handoff_->woke(index_);
   plane_.end_sleep();
   ++idle_sleeps_;

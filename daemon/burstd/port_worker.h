@@ -128,14 +128,19 @@ class WorkerBase {
   // hold frames for this worker, and producers wake it; set before start().
   core::Handoff* handoff_ = nullptr;
   bool drain_commands();              // worker thread; true when it ran any
-  void back_off(bool worked);         // worker thread
+  void back_off(bool worked);  // worker thread
   void base_stats(WorkerStats* out);  // worker thread
 
  private:
   const uint32_t index_;
   const WorkerOptions options_;
+  void sleep();             // worker thread
+  void wake_for_command();  // control thread, after queueing a command
   int wake_fd_ = -1;
   std::thread thread_;
+  // 1 while the worker sleeps: written by the worker (and cleared by run()'s
+  // wake), read by the control thread in run().
+  std::atomic<uint32_t> cmd_sleeping_{0};
   std::atomic<bool> stop_{false};  // written by the control thread, read by the worker
   std::atomic<uint64_t> heartbeat_{0};  // written by the worker (plain store), read by others
   CommandQueue commands_;

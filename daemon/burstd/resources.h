@@ -37,6 +37,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "abi/burst_ctl_proto.h"
@@ -297,6 +298,13 @@ class Resources {
   uint32_t next_srqn_ = 1;           // device-wide SRQ numbers (24 bits, doorbell handles)
   std::deque<uint32_t> free_srqns_;  // destroyed ones, reused (oldest first) once all were used
   std::map<uint32_t, Client> clients_;
+  // Every live QP by its (device-wide) QPN: its client (qp_of_pid: rdma_cm's
+  // CONNECT / ACCEPT name a QP by number). Control thread.
+  struct QpOwner {
+    uint32_t client = 0;
+    uint8_t type = 0;
+  };
+  std::unordered_map<uint32_t, QpOwner> qp_client_;
   std::vector<std::unique_ptr<shm::ShmRegion>> doorbells_;  // per worker
   AhTable ahs_;
   // Multicast groups with an attached QP: the members and the kernel's

@@ -180,6 +180,7 @@ Resources::Released Resources::release_client(uint32_t client) {
     r.flushed += flushed;
     r.leaked += static_cast<uint32_t>(qpns.size() - destroyed_qps + shards.size() - destroyed_cqs);
   }
+  for (const auto& [h, qp] : c.qps) qp_client_.erase(qp.qpn);
   r.cqs = static_cast<uint32_t>(c.cqs.size());
   for (auto& [h, ah] : c.ahs) ahs_.remove(ah);
   release_mws(c);

@@ -19,15 +19,12 @@
 namespace burst::burstd {
 
 bool Resources::qp_of_pid(pid_t pid, uint32_t qpn, uint8_t* qp_type) const {
-  for (const auto& [id, c] : clients_) {
-    if (c.pid != pid || c.revoked) continue;
-    for (const auto& [handle, qp] : c.qps) {
-      if (qp.qpn != qpn) continue;
-      *qp_type = qp.type;
-      return true;
-    }
-  }
-  return false;
+  auto owner = qp_client_.find(qpn);  // O(1): 10,000 QPs in one process are common
+  if (owner == qp_client_.end()) return false;
+  auto cit = clients_.find(owner->second.client);
+  if (cit == clients_.end() || cit->second.pid != pid || cit->second.revoked) return false;
+  *qp_type = owner->second.type;
+  return true;
 }
 
 int op_cm_open_channel(Call& c) {

@@ -53,7 +53,7 @@ int Resources::create_cq(uint32_t client, const burst_ctl_create_cq_req& req, in
   resp->cq_handle = handle;
   resp->cqe = actual;
   resp->region_size = cq.ring->size();
-  *region_fd = cq.ring->fd();
+  *region_fd = cq.ring->release_fd();  // closed once sent (Session::sent_fds)
   return 0;
 }
 
@@ -97,7 +97,7 @@ int Resources::resize_cq(uint32_t client, const burst_ctl_resize_cq_req& req,
   }
   resp->cqe = req.cqe;
   resp->region_size = cq->ring->size();
-  *region_fd = cq->ring->fd();
+  *region_fd = cq->ring->release_fd();  // closed once sent (Session::sent_fds)
   return 0;
 }
 
@@ -107,6 +107,7 @@ int op_create_cq(Call& c) {
   int fd = -1;
   if (int e = c.res.create_cq(c.s.id, req, c.take_fd(), r, &fd); e != 0) return e;
   c.out_fds->push_back(fd);
+  c.s.sent_fds.push_back(fd);
   c.what = "cq " + std::to_string(r->cq_handle) + " (" + std::to_string(r->cqe) + " entries" +
            ((req.flags & BURST_CTL_CQ_F_CHANNEL) ? ", channel)" : ")");
   return 0;
@@ -120,6 +121,7 @@ int op_resize_cq(Call& c) {
   int fd = -1;
   if (int e = c.res.resize_cq(c.s.id, req, r, &fd); e != 0) return e;
   c.out_fds->push_back(fd);
+  c.s.sent_fds.push_back(fd);
   c.what =
       "cq " + std::to_string(req.cq_handle) + " resized to " + std::to_string(r->cqe) + " entries";
   return 0;

@@ -129,7 +129,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
       (void)on_worker(w, [&](WorkerBase& wk) { (void)wk.engine().destroy_qp(qpn); });
       return e;
     }
-    if (region_fd != nullptr) *region_fd = region->fd();
+    if (region_fd != nullptr) *region_fd = region->release_fd();  // closed once sent
     resp->region_size = region->size();
   }
   const uint32_t handle = take_handle(*c);
@@ -140,6 +140,7 @@ int Resources::create_qp(uint32_t client, const burst_ctl_create_qp_req& req,
   qp.qpn = qpn;
   qp.worker = w;
   qp.type = req.qp_type;
+  qp_client_[qpn] = QpOwner{client, req.qp_type};
   qp.sq_sig_all = init.sq_sig_all;
   qp.pd = req.pd_handle;
   qp.send_cq = req.send_cq_handle;
@@ -206,6 +207,7 @@ int Resources::destroy_qp(uint32_t client, uint32_t handle) {
     return e;
   }
   c->qps.erase(handle);
+  qp_client_.erase(qp.qpn);
   --c->pds[qp.pd].refs;
   --c->cqs[qp.send_cq].refs;
   --c->cqs[qp.recv_cq].refs;
@@ -282,7 +284,10 @@ int op_create_qp(Call& c) {
   auto* r = c.response<burst_ctl_create_qp_resp>();
   int fd = -1;
   if (int e = c.res.create_qp(c.s.id, req, r, &fd); e != 0) return e;
-  if (fd >= 0) c.out_fds->push_back(fd);
+  if (fd >= 0) {
+    c.out_fds->push_back(fd);
+    c.s.sent_fds.push_back(fd);
+  }
   c.what = std::string(ctl::qp_type_name(req.qp_type)) + " qp " + std::to_string(r->qp_handle) +
            " qpn " + std::to_string(r->qpn) + " on worker " + std::to_string(r->worker);
   return 0;

@@ -88,7 +88,7 @@ int Resources::create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
   resp->worker = w;
   resp->attr = srq_attr_to_wire(got);
   resp->region_size = region->size();
-  *region_fd = region->fd();
+  *region_fd = region->release_fd();  // closed once sent (Session::sent_fds)
   return 0;
 }
 
@@ -141,7 +141,10 @@ int op_create_srq(Call& c) {
   auto* r = c.response<burst_ctl_create_srq_resp>();
   int fd = -1;
   const int err = c.res.create_srq(c.s.id, req, r, &fd);
-  if (err == 0) c.out_fds->push_back(fd);
+  if (err == 0) {
+    c.out_fds->push_back(fd);
+    c.s.sent_fds.push_back(fd);
+  }
   c.what = "srq " + std::to_string(r->srq_handle) + " srqn " + std::to_string(r->srqn);
   return err;
 }

@@ -76,6 +76,7 @@ class ShmCq {
   ShmCq& operator=(const ShmCq&) = delete;
 
   int fd() const { return region_.fd(); }
+  int release_fd() { return region_.release_fd(); }  // see shm::ShmRegion
   uint64_t size() const { return region_.size(); }
   uint32_t entries() const { return geom_.entries(); }
 

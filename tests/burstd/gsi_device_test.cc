@@ -56,12 +56,17 @@ cm::Mad mad_to_self(const Device& d, uint32_t seq) {
 // Receives until `want` MADs came (each wait bounded), in order.
 std::vector<cm::Mad> receive(Gsi& gsi, size_t want) {
   std::vector<cm::Mad> got;
-  for (int rounds = 0; rounds < 50 && got.size() < want; ++rounds) {
+  // Up to 50 quiet polls of 100 ms; each wake-up drains what is queued (the
+  // ring holds GsiChannel::kDefaultSlots MADs).
+  for (int quiet = 0; quiet < 50 && got.size() < want;) {
     pollfd p{gsi.event_fd(), POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    cm::Mad m[8];
-    const size_t n = gsi.receive(m, 8);
-    got.insert(got.end(), m, m + n);
+    if (poll(&p, 1, 100) <= 0) {
+      ++quiet;
+      continue;
+    }
+    cm::Mad m[64];
+    size_t n;
+    while (got.size() < want && (n = gsi.receive(m, 64)) > 0) got.insert(got.end(), m, m + n);
   }
   return got;
 }

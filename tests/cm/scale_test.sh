@@ -161,6 +161,12 @@ if [[ $stopped -eq $PAIRS ]]; then
   kill -CONT $TOOLS 2>/dev/null
 else
   FAILED+=(hold-connect)
+  kill -CONT $TOOLS 2>/dev/null  # the pairs that were held, so they can end
+  grep -h -E "error|warn" "$TMP"/burstd-[ab].log | tail -n 20
+  for side in a b; do
+    rep "burstd-$side CM counters: $("$BURSTCTL" --socket "$TMP/$side.sock" counters --all 2>/dev/null |
+      grep -E "^ *(cm|gsi)\." | grep -v " 0$" | tr -s ' ' | paste -sd ' ')"
+  done
 fi
 for ((k = 0; k < PAIRS; k++)); do
   wait "${CPIDS[$k]}"
