@@ -102,5 +102,8 @@ check "the provider binds IBVERBS_PRIVATE_34 only" bash -c \
   "[[ \$(objdump -T '$provider' | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u) == IBVERBS_PRIVATE_34 ]]"
 
 ((fail)) && echo "package.deb: FAILED" || echo "package.deb: all checks passed"
+# The tree copy, the build and the scratch root go; the logs and the lock stay in WORK
+# (ccache keeps the objects in its own directory). BURST_KEEP_PACKAGE=1 keeps everything.
+[[ ${BURST_KEEP_PACKAGE:-0} == 1 ]] || rm -rf "$WORK/src" "$root"
 echo "package.deb: total $(($(date +%s) - start)) s"
 exit $fail
