@@ -139,6 +139,18 @@ void Cma::cm_event(CmHandle handle, const CmEvent& event) {
   m.on_cm_event(id->second.get(), event);
 }
 
+uint32_t Cma::hold_backlog(uint32_t listen_id) {
+  auto it = impl_->ids.find(listen_id);
+  if (it == impl_->ids.end()) return 0;
+  if (it->second->backlog > 0) it->second->backlog--;
+  return it->second->backlog;
+}
+
+void Cma::release_backlog(uint32_t listen_id) {
+  auto it = impl_->ids.find(listen_id);
+  if (it != impl_->ids.end()) it->second->backlog++;
+}
+
 const CmaCounters& Cma::counters() const { return impl_->counters; }
 
 size_t Cma::id_count() const { return impl_->ids.size(); }

@@ -118,6 +118,14 @@ class Cma {
   // Hooks for the IbCm events (burstd forwards IbCmHost::cm_event here).
   void cm_event(CmHandle handle, const CmEvent& event);
 
+  // A CONNECT_REQUEST counts against its listen's backlog until the application
+  // has taken it (ucma: until GET_EVENT). A channel whose events burstd pushes
+  // before the application reads them takes each from the queue with GET_EVENT,
+  // then holds the backlog again until the application acknowledges it. Both
+  // ignore an id that is gone; hold returns what is left of the backlog.
+  uint32_t hold_backlog(uint32_t listen_id);
+  void release_backlog(uint32_t listen_id);
+
   const CmaCounters& counters() const;
   size_t id_count() const;
 

@@ -84,7 +84,7 @@ bool CmService::send_pushed(Channel& c, Pushed& p) {
   burst_ctl_cm_event ev{};
   ev.seq = p.seq;
   const size_t unacked = c.unacked.size();
-  ev.flags = unacked >= BURST_CTL_CM_PUSH_WINDOW / 2 ? BURST_CTL_CM_EVENT_ACK_ME : 0;
+  ev.flags = unacked >= BURST_CTL_CM_PUSH_WINDOW / 2 || p.ack_me ? BURST_CTL_CM_EVENT_ACK_ME : 0;
   ev.len = sizeof(ev.resp);
   std::memcpy(ev.resp, p.resp, sizeof(ev.resp));
   const ssize_t n = send(c.event_fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -113,6 +113,14 @@ void CmService::push_channel(uint32_t id, Channel& c) {
       p.new_id = ev.id;
       auto u = c.uids.find(ev.uid);
       p.owner = u != c.uids.end() ? u->second : 0;
+      // Held until the application has taken it (ucma gives it back at GET_EVENT). When
+      // the unacknowledged requests hold half the listen's backlog or more, this one
+      // asks for the acknowledgement, so a listen that only reads events still gets
+      // its backlog back; with a large backlog nothing extra is sent.
+      const uint32_t left = cma_->hold_backlog(p.owner);
+      uint32_t held = 1;
+      for (const Pushed& q : c.unacked) held += q.new_id != 0 && q.owner == p.owner;
+      p.ack_me = left <= held;
     } else if (ev.event == kMulticastJoin || ev.event == kMulticastError) {
       p.mc = ev.id;
       auto m = c.mcs.find(ev.id);
@@ -125,6 +133,7 @@ void CmService::push_channel(uint32_t id, Channel& c) {
 
 void CmService::acknowledge(Channel& c, uint64_t consumed) {
   while (!c.unacked.empty() && c.unacked.front().sent && c.unacked.front().seq <= consumed) {
+    if (c.unacked.front().new_id != 0) cma_->release_backlog(c.unacked.front().owner);
     c.unacked.pop_front();
   }
 }

@@ -114,6 +114,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
     uint32_t mc = 0;      // a multicast event's join
     uint32_t new_id = 0;  // a CONNECT_REQUEST's new id
     bool sent = false;    // in the socket (false: its send found the socket full)
+    bool ack_me = false;  // the shim acknowledges it once taken (a listen's backlog runs low)
     uint8_t resp[BURST_CTL_CM_EVENT_BYTES] = {};
   };
   struct Channel {
