@@ -115,9 +115,18 @@ cell() {  # TOOL DIR
   if [[ $dir == b2r ]]; then
     s=$(guest_spawn -t 120 "$G" "$(server_cmd "$tool" rxe "$GUEST_IP")")
     sleep 3  # no TCP listener to wait for: rdma_cm ports are the CM's
-    # shellcheck disable=SC2046
-    burst_run $(client_cmd "$tool" burst "$GUEST_IP") >"$out.client" 2>&1
-    rc_c=$?
+    # A server in the TCG guest may still be starting (perftest sets up its buffers
+    # before rdma_listen): the guest's CM then answers REJ "invalid service ID" and
+    # the server never hears of it, so the client tries again (at most 4 times).
+    local try
+    for try in 1 2 3 4; do
+      # shellcheck disable=SC2046
+      burst_run $(client_cmd "$tool" burst "$GUEST_IP") >"$out.client" 2>&1
+      rc_c=$?
+      ((rc_c != 0)) && grep -q "REJECTED" "$out.client" || break
+      echo "--- $tool b2r: REJECTED on try $try (the guest's server not listening yet); again" >&2
+      sleep 3
+    done
     guest_wait "$G" "$s" >"$out.server" 2>&1
     rc_s=$?
   else
