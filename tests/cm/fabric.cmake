@@ -21,6 +21,8 @@ if(BURST_RDMACM_LIB AND BURST_IBVERBS_LIB AND TARGET burstctl AND TARGET burstd
   # netns.cm_ucma's case "push": unread events and MIGRATE_ID / DESTROY_ID (docs/cm.md).
   add_executable(cm_pushcheck cm_pushcheck.c)
   target_link_libraries(cm_pushcheck PRIVATE ${BURST_RDMACM_LIB})
+  # netns.cm_ucma's case "rspreload": a plain POSIX TCP program under librspreload.
+  add_executable(tcp_check tcp_check.c)
   if(NOT BURST_SANITIZE OR CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     burst_netns_provider_test(netns.cm_robust robust_test.sh 600 "netns;cm;xdp;slow" ""
       $<TARGET_FILE:burstctl> $<TARGET_FILE:burstd> $<TARGET_FILE:cm_stall>)

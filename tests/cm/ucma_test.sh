@@ -59,7 +59,7 @@ if grep -q -E "No RDMA devices|rdma_create_event_channel" "$TMP/probe"; then
 fi
 
 CM_CLIENT_ADDR=10.47.0.1
-CM_REPORT_RE="usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0|^custom| =[0-9]+ "
+CM_REPORT_RE="bytes sent and checked|usec|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|complete|ping data|end 0|^custom| =[0-9]+ "
 CM_REPORT_LINES=12
 
 # rping: -V checks every ping's data on both sides, -v prints it.
@@ -73,6 +73,37 @@ cm_pair ib_send_lat 90 ib_send_lat -R -d burst0 -n 1000 -- ib_send_lat -R -d bur
 # rsockets over rdma_cm (librdmacm's own streams; -S all takes minutes here).
 cm_pair rstream 60 rstream -b 10.47.0.1 -C 1000 -S 4096 -- rstream -C 1000 -S 4096 -s
 cm_pair riostream 60 riostream -b 10.47.0.1 -C 1000 -S 4096 -- riostream -C 1000 -S 4096 -s
+# rsockets' preload (librspreload): a plain POSIX TCP program (tests/cm/tcp_check.c: socket, bind,
+# listen, accept, connect, read, write, shutdown; no RDMA code) sends 16 MiB from B to A under
+# LD_PRELOAD=librspreload.so; the server hashes what it read and the client compares. librspreload
+# falls back to the kernel's TCP whenever rsocket() is not taken, so the case also checks that the
+# connection went through burst: each burstd's CM counts it (cma.connections_established).
+# Common tools fail on rsockets the same way on any RDMA device (rdma-core 44's librspreload):
+# iperf3 connects, then stalls (it polls TCP_INFO, which rsockets' getsockopt does not answer);
+# OpenBSD nc listens with accept4(), which librspreload does not intercept (ENOTSOCK);
+# nc.traditional refuses descriptors above 16 ("Preposterous fd value"); Python adds SOCK_CLOEXEC to
+# the socket type, which librspreload leaves to the kernel; a static BusyBox cannot be preloaded.
+RSPRELOAD=${CM_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
+TCPCHECK=${CM_TCPCHECK:-$(dirname "$BURSTCTL")/../../tests/cm/tcp_check}
+if cm_want rspreload && [[ -f $RSPRELOAD && -x $TCPCHECK ]]; then
+  est() { "$BURSTCTL" --socket "$TMP/$1.sock" counters --all 2>/dev/null |
+    awk '$1 == "cma.connections_established" {print $2}'; }
+  before="$(est a) $(est b)"
+  # The address comes last (cm_pair appends it).
+  cm_pair rspreload 60 env "RS=$RSPRELOAD" bash -c 'LD_PRELOAD="$LD_PRELOAD $RS" exec "$@"' sh \
+    "$TCPCHECK" serve 10.47.0.1 7471 -- \
+    env "RS=$RSPRELOAD" bash -c 'LD_PRELOAD="$LD_PRELOAD $RS" exec "$@"' sh "$TCPCHECK" send 7471 16
+  after="$(est a) $(est b)"
+  if [[ $before == "$after" ]] && ! printf '%s\n' "${FAILED[@]}" | grep -qx rspreload; then
+    echo "rspreload: tcp_check passed, but neither burstd's CM counted a connection ($before -> $after)"
+    FAILED+=(rspreload)
+  fi
+  echo "   rspreload: cma.connections_established (a b) $before -> $after" >>"$REPORT"
+elif cm_want rspreload; then
+  echo "rspreload SKIP (no $RSPRELOAD or $TCPCHECK: apt-get install librdmacm1; build the tests)" \
+    >>"$REPORT"
+fi
+
 # libfabric's verbs provider opens an rdma_cm event channel even for datagram
 # endpoints (it failed at fi_eq_open before the relay). Optional tool.
 if command -v fi_pingpong >/dev/null; then
