@@ -104,6 +104,11 @@ bool ifname(const std::string& v) {
   return v.size() < BURST_CTL_IFNAME_LEN && v != "." && v != ".." &&
          v.find_first_of("/: \t") == std::string::npos;
 }
+// "burst" and up to 26 more of [a-z0-9_-]: the provider claims devices named burst*.
+bool device_name(const std::string& v) {
+  return v.size() > 5 && v.size() < BURST_CTL_NAME_LEN && v.compare(0, 5, "burst") == 0 &&
+         v.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-", 5) == std::string::npos;
+}
 bool socket_path(const std::string& v) {
   return !v.empty() && v[0] == '/' && v.size() < BURST_CTL_PATH_LEN;
 }
@@ -183,6 +188,8 @@ constexpr char kPrincipal[] = "a user or group name, or a numeric id";
 constexpr Key kKeys[] = {
     {"netdev", text<&Config::netdev, ifname>, "an interface name (< 16 characters)"},
     {"backend", backend, "xdp, dpdk or loopback"},
+    {"device_name", text<&Config::device_name, device_name>,
+     "burst followed by 1..26 of a-z 0-9 _ - (burst0, burst_fast)"},
     {"workers", u32<&Config::workers, 1, BURST_CTL_MAX_WORKERS>,
      "a number of worker threads, 1..64"},
     {"qps_per_worker", u32<&Config::qps_per_worker, 1, 65'536>, "1..65536"},

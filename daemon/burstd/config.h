@@ -5,6 +5,8 @@
 //   # burstd.conf
 //   netdev = eth0            # the netdev that carries RoCE (xdp; dpdk on a kernel netdev)
 //   backend = xdp            # xdp | dpdk | loopback
+//   device_name = burst1     # pins the device's name (default: burstctl names the devices
+//                            # burst0, burst1, ... in netdev order; docs/devices.md)
 //   workers = 2              # worker threads (1..64)
 //   qps_per_worker = 1024    # QPs (and CQs) a worker holds, 1..65536: the table is
 //   cqs_per_worker = 1024    # allocated at start, ~1.9 KB per QP slot (docs/cm.md "Scale")
@@ -67,6 +69,7 @@ enum class EventLoopKind : uint8_t { kAuto, kUring, kEpoll };
 struct Config {
   std::string netdev;
   BackendKind backend = BackendKind::kXdp;
+  std::string device_name;  // "" : named by burstctl's discovery (HELLO's ibdev empty)
   uint32_t workers = 1;
   uint32_t qps_per_worker = BURST_MAX_QP_PER_WORKER;  // HELLO's max_qp = this x workers
   uint32_t cqs_per_worker = BURST_MAX_CQ_PER_WORKER;

@@ -77,6 +77,7 @@ std::unique_ptr<Device> Device::Open(const Config& config, std::string* error) {
   info.xdp_dispatcher = pi.xdp_dispatcher;
   info.memory_mode = config.memory_mode;
   info.workers = config.workers;
+  info.ibdev = config.device_name;
   info.dpdk_port = pi.dpdk_port;
   info.dpdk_driver = pi.dpdk_driver;
   info.notes = pi.notes;

@@ -34,7 +34,7 @@ namespace burst::burstd {
 
 struct DeviceInfo {
   uint16_t backend = BURST_CTL_BACKEND_LOOPBACK;
-  std::string ibdev = "burst0";
+  std::string ibdev;  // device_name from the config; "": burstctl names it (docs/devices.md)
   std::string netdev;  // "" for a loopback device without a netdev
   uint32_t ifindex = 0;
   net::MacAddr mac{};

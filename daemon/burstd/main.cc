@@ -63,9 +63,14 @@ int fail(const std::string& msg) {
   return 1;
 }
 
+// The device's name in logs: device_name, else what burstctl names it by.
+std::string shown_name(const DeviceInfo& i) {
+  return i.ibdev.empty() ? std::string("the burst device") : i.ibdev;
+}
+
 std::string describe(const Device& d) {
   const DeviceInfo& i = d.info();
-  std::string s = i.ibdev + " on ";
+  std::string s = shown_name(i) + " on ";
   if (i.backend == BURST_CTL_BACKEND_DPDK) {
     s += "DPDK port " + i.dpdk_port + " (" + i.dpdk_driver + ")" +
          (i.netdev.empty() ? std::string(", no kernel netdev: ARP answered by burst")
@@ -184,7 +189,7 @@ int serve(const Config& config, Device& device, ControlSocket& sock) {
   CmService cm(device, device.gsi(), resources, loop);  // rdma_cm and the IB CM on QP1
   dispatcher.set_cm(&cm);
   Watchdog watchdog(device, loop,
-                    "serving " + device.info().ibdev + " (" +
+                    "serving " + shown_name(device.info()) + " (" +
                         (config.netdev.empty() ? std::string("no netdev") : config.netdev) + ", " +
                         backend_kind_name(config.backend) + ", " +
                         std::to_string(device.workers()) + " workers) on " + sock.path());

@@ -18,7 +18,9 @@
 #     and --socket alone): burst0 is m1;
 #   - --netdev m1 restricts the run to m1's burstd (burst0 = m1);
 #   - `burstctl status` without --socket takes the directory's only socket, and
-#     with several asks for --socket, naming them.
+#     with several asks for --socket, naming them;
+#   - `device_name = burst7` in m0's burstd config pins its name: devices, run
+#     (burst0 is then m1, burst7 m0), ibv_devinfo -d burst7 and status use it.
 # Usage: multi_nic_test.sh BURSTCTL BURSTD
 # Exit: 0 pass, 1 fail, 77 skipped (not root, rdma-core tools missing, kernel with RDMA).
 set -uo pipefail
@@ -67,6 +69,7 @@ start() {  # NS DEV SOCK
 # m1's burstd first: the names follow the netdevs, not the start order or the socket names.
 start "$NA" m1 "$RUN/m1.sock"
 start "$NA" m0 "$RUN/m0.sock"
+M0_PID=$BURSTD_PID
 start "$NB" p1 "$TMP/p1.sock"
 # A socket file whose burstd is gone (bound, never listened, closed).
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1])' \
@@ -193,6 +196,34 @@ if inA env -u BURST_SOCKET timeout 30 "$BURSTCTL" --socket-dir "$RUN" status >"$
 else
   check "status" "$TMP/status2" "several burstd sockets in $RUN, choose one with --socket"
 fi
+
+log "device_name pins a name: m0's burstd restarted as burst7; m1's is then burst0"
+kill "$M0_PID"
+wait "$M0_PID" 2>/dev/null
+printf 'device_name = burst7\n' >"$TMP/m0.conf"
+netns_start_burstd "$NA" "$RUN/m0.sock" "$TMP/burstd-m0-pinned.log" "on m0 (pinned)" --backend xdp \
+  --netdev m0 --workers 1 --config "$TMP/m0.conf"
+inA env -u BURST_SOCKET BURST_SOCKET_DIR="$RUN" timeout 30 "$BURSTCTL" devices --json \
+  >"$TMP/devices2.json" 2>&1 || { cat "$TMP/devices2.json"; fail "burstctl devices --json (pinned)"; }
+python3 - "$TMP/devices2.json" "$RUN" <<'PY' || fail "burstctl devices --json: the pinned name is not used"
+import json, sys
+j = json.load(open(sys.argv[1]))
+d = {x["socket"]: x for x in j["devices"]}
+run = sys.argv[2]
+assert d[run + "/m0.sock"]["ibdev"] == "burst7" and d[run + "/m0.sock"]["netdev"] == "m0", d
+assert d[run + "/m1.sock"]["ibdev"] == "burst0" and d[run + "/m1.sock"]["netdev"] == "m1", d
+print("pinned devices --json ok")
+PY
+hrun --socket-dir "$RUN" -- sh -c 'ls /sys/class/infiniband; cat /sys/class/infiniband/burst7/ports/1/gid_attrs/ndevs/0' \
+  >"$TMP/pinned.out" 2>&1 || { cat "$TMP/pinned.out"; fail "run with a pinned device failed"; }
+[[ $(tr '\n' ' ' <"$TMP/pinned.out") == "burst0 burst7 m0 " ]] ||
+  { cat "$TMP/pinned.out"; fail "the run does not show burst0 and burst7 = m0"; }
+hrun --socket-dir "$RUN" -- ibv_devinfo -d burst7 >"$TMP/pinned_devinfo" 2>&1 ||
+  { cat "$TMP/pinned_devinfo"; fail "ibv_devinfo -d burst7 failed"; }
+check "devinfo burst7" "$TMP/pinned_devinfo" 'PORT_ACTIVE'
+inA timeout 30 "$BURSTCTL" --socket "$RUN/m0.sock" status >"$TMP/status3" 2>&1 ||
+  { cat "$TMP/status3"; fail "burstctl status (pinned)"; }
+check "status (pinned)" "$TMP/status3" '^device +burst7 on m0, port ACTIVE$'
 
 log "PASS"
 exit 0

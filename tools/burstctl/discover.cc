@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "abi/burst_ctl_proto.h"
 #include "abi/burst_device.h"
@@ -37,6 +38,32 @@ std::string netdev_mismatch(const Burstd& b) {
            " has MAC " + net::format_mac(nd.mac) + ")";
   }
   return "";
+}
+
+// Names usable burstd: pinned names first (a second claim of one goes to rest),
+// then burst0, burst1, ... in order, skipping the pinned names.
+void name_devices(std::vector<Burstd>* usable, std::vector<Burstd>* rest) {
+  std::set<std::string> taken;
+  std::vector<Burstd> kept;
+  for (Burstd& b : *usable) {
+    if (!b.pinned.empty() && !taken.insert(b.pinned).second) {
+      b.error = "burstd at " + b.socket + " (" + b.netdev + ") is configured as " + b.pinned +
+                ", which another burstd's device_name already names";
+      rest->push_back(std::move(b));
+      continue;
+    }
+    kept.push_back(std::move(b));
+  }
+  *usable = std::move(kept);
+  int next = 0;
+  for (Burstd& b : *usable) {
+    if (!b.pinned.empty()) {
+      b.ibdev = b.pinned;
+      continue;
+    }
+    while (taken.count(BURST_IBDEV_PREFIX + std::to_string(next)) != 0) ++next;
+    b.ibdev = BURST_IBDEV_PREFIX + std::to_string(next++);
+  }
 }
 
 // Splits probed sockets into usable (named, netdev order) and the rest.
@@ -67,9 +94,7 @@ void classify(std::vector<Burstd> all, std::vector<Burstd>* usable, std::vector<
   std::stable_sort(usable->begin(), usable->end(), [](const Burstd& x, const Burstd& y) {
     return std::strcmp(x.netdev.c_str(), y.netdev.c_str()) < 0;
   });
-  for (size_t i = 0; i < usable->size(); ++i) {
-    (*usable)[i].ibdev = BURST_IBDEV_PREFIX + std::to_string(i);
-  }
+  name_devices(usable, rest);
 }
 
 std::vector<Burstd> probe_dir(const std::string& dir) {
@@ -136,7 +161,23 @@ Burstd probe_burstd(const std::string& socket) {
   std::memcpy(b.mac.data(), h.mac, b.mac.size());
   b.backend = h.backend;
   b.port_state = h.port_state;
+  b.pinned = ctl::get_str(h.ibdev);
   return b;
+}
+
+std::string device_name_of(const std::string& socket, const std::string& pinned,
+                           const std::string& dir) {
+  if (!pinned.empty()) return pinned;
+  std::vector<std::string> skipped;
+  char want[PATH_MAX], have[PATH_MAX];
+  if (realpath(socket.c_str(), want) != nullptr) {
+    for (const Burstd& b : discover_burstd(dir, &skipped)) {
+      if (realpath(b.socket.c_str(), have) != nullptr && std::strcmp(want, have) == 0) {
+        return b.ibdev;
+      }
+    }
+  }
+  return BURST_IBDEV_PREFIX "0";
 }
 
 std::vector<Burstd> discover_burstd(const std::string& dir, std::vector<std::string>* skipped) {

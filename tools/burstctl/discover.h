@@ -32,6 +32,7 @@ struct Burstd {
   uint16_t backend = 0;        // enum burst_ctl_backend
   uint8_t port_state = 0;      // enum burst_ctl_port_state
   std::string ibdev;           // the name burstctl gives it (burst0, ...), "" when unnamed
+  std::string pinned;          // HELLO's ibdev: device_name from burstd's config, "" when unset
 };
 
 // The socket directory: given (non-empty), else $BURST_SOCKET_DIR, else the
@@ -49,9 +50,17 @@ Burstd probe_burstd(const std::string& socket);
 
 // The burstd of sockets in dir that answered and serve a netdev this network
 // namespace shows (same name and MAC; others are reported in *skipped, one line
-// each), named burst0, burst1, ... in netdev name order. Two sockets of one
-// netdev (one burstd under two names): the first in name order is kept.
+// each). A burstd configured with a device_name is named so (a second one
+// claiming the same name is skipped); the others get burst0, burst1, ... in
+// netdev name order, skipping pinned names. Two sockets of one netdev (one
+// burstd under two names): the first in name order is kept.
 std::vector<Burstd> discover_burstd(const std::string& dir, std::vector<std::string>* skipped);
+
+// The name of the device the burstd at socket serves, as `burstctl run` gives it: its
+// device_name when burstd was configured with one (pinned), else the name discovery in dir
+// gives that socket, else burst0 (the one device of a run restricted to that socket).
+std::string device_name_of(const std::string& socket, const std::string& pinned,
+                           const std::string& dir);
 
 // Every socket in dir with what it answered, for `burstctl devices`: the named
 // ones first (as discover_burstd), then those that did not answer or serve a

@@ -110,13 +110,15 @@ int show_status_view(Session& s, const StatusOptions& o) {
   burst_ctl_status_resp r{};
   if (!s.call(BURST_CTL_OP_QUERY_STATUS, &req, &r)) return 1;
   const std::string netdev = ctl::get_str(r.netdev);
+  const std::string ibdev =
+      device_name_of(ctl::get_str(r.socket_path), ctl::get_str(r.ibdev), socket_dir(o.socket_dir));
   if (o.json) {
     json j = {{"version", ctl::get_str(r.version)},
               {"pid", r.pid},
               {"uptime_ms", r.uptime_ms},
               {"protocol", s.hello().version},
               {"socket", ctl::get_str(r.socket_path)},
-              {"ibdev", ctl::get_str(r.ibdev)},
+              {"ibdev", ibdev},
               {"netdev", netdev},
               {"backend", ctl::backend_name(r.backend)},
               {"xdp_mode", ctl::xdp_mode_name(r.xdp_mode)},
@@ -141,7 +143,7 @@ int show_status_view(Session& s, const StatusOptions& o) {
                       : r.backend == BURST_CTL_BACKEND_DPDK
                           ? "a DPDK port with no kernel netdev (burstd's log names the PMD)"
                           : "a loopback port";
-  std::printf("device   %s on %s, port %s\n", ctl::get_str(r.ibdev).c_str(), where,
+  std::printf("device   %s on %s, port %s\n", ibdev.c_str(), where,
               ctl::port_state_name(r.port_state));
   std::string backend = ctl::backend_name(r.backend);
   if (r.backend == BURST_CTL_BACKEND_XDP) {
@@ -157,6 +159,7 @@ int show_status_view(Session& s, const StatusOptions& o) {
 int show_devices(Session& s, const StatusOptions& o) {
   const burst_ctl_hello_resp& h = s.hello();
   const std::string netdev = ctl::get_str(h.netdev);
+  const std::string ibdev = device_name_of(s.path(), ctl::get_str(h.ibdev), socket_dir(o.socket_dir));
   if (o.json) {
     json gids = json::array();
     for (uint32_t i = 0; i < h.gid_count && i < BURST_CTL_MAX_GIDS; ++i) {
@@ -164,7 +167,7 @@ int show_devices(Session& s, const StatusOptions& o) {
       if (std::memcmp(h.gids[i], kZero, 16) == 0) continue;
       gids.push_back({{"index", i}, {"gid", gid_str(h.gids[i])}, {"type", "RoCE v2"}});
     }
-    json dev = {{"ibdev", ctl::get_str(h.ibdev)},
+    json dev = {{"ibdev", ibdev},
                 {"netdev", netdev},
                 {"socket", s.path()},
                 {"ifindex", h.ifindex},
@@ -199,7 +202,7 @@ int show_devices(Session& s, const StatusOptions& o) {
   }
   std::printf("%s: netdev %s, socket %s, MAC %s, MTU %u (active_mtu %u), port %s, backend %s, "
               "memory %s\n",
-              ctl::get_str(h.ibdev).c_str(), netdev.empty() ? "-" : netdev.c_str(),
+              ibdev.c_str(), netdev.empty() ? "-" : netdev.c_str(),
               s.path().c_str(),
               mac_str(h.mac).c_str(), h.mtu, ctl::mtu_bytes(h.active_mtu),
               ctl::port_state_name(h.port_state), ctl::backend_name(h.backend),

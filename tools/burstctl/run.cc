@@ -264,6 +264,7 @@ void prepend_env(const char* var, const std::string& value) {
 struct RunDevice {
   std::string netdev;
   std::string socket;
+  std::string ibdev;  // its device_name when pinned, else "" (named by position: burstN)
 };
 
 // --socket (or $BURST_SOCKET): that burstd only; its netdev from HELLO unless
@@ -277,8 +278,8 @@ Status one_socket(const RunOptions& o, const std::string& given, std::vector<Run
     err("warning: no burstd socket at " + sock + " (yet)");
   }
   std::string netdev = o.netdev;
+  const Burstd b = probe_burstd(sock);
   if (netdev.empty()) {
-    const Burstd b = probe_burstd(sock);
     if (b.answered && !b.netdev.empty()) {
       netdev = b.netdev;
     } else if (Status s = default_netdev(&netdev); !s.ok()) {
@@ -286,7 +287,7 @@ Status one_socket(const RunOptions& o, const std::string& given, std::vector<Run
                                          (b.answered ? "serves no netdev" : b.error) + ")");
     }
   }
-  out->push_back({netdev, sock});
+  out->push_back({netdev, sock, b.answered ? b.pinned : std::string()});
   return Status::Ok();
 }
 
@@ -301,7 +302,9 @@ Status choose_devices(const RunOptions& o, std::vector<RunDevice>* out) {
   const std::vector<Burstd> found = discover_burstd(socket_dir(o.socket_dir), &skipped);
   for (const std::string& why : skipped) err("note: " + why + ": not listed");
   for (const Burstd& b : found) {
-    if (o.netdev.empty() || b.netdev == o.netdev) out->push_back({b.netdev, b.socket});
+    // Restricted to one netdev: that device is burst0 unless pinned (docs/devices.md).
+    if (o.netdev.empty()) out->push_back({b.netdev, b.socket, b.ibdev});
+    if (!o.netdev.empty() && b.netdev == o.netdev) out->push_back({b.netdev, b.socket, b.pinned});
   }
   if (!out->empty()) return Status::Ok();
   if (!found.empty()) {
@@ -312,7 +315,7 @@ Status choose_devices(const RunOptions& o, std::vector<RunDevice>* out) {
   if (netdev.empty()) {
     if (Status s = default_netdev(&netdev); !s.ok()) return s;
   }
-  out->push_back({netdev, ""});
+  out->push_back({netdev, "", ""});
   return Status::Ok();
 }
 
@@ -339,7 +342,12 @@ Status make_root(const RunOptions& o, std::string* root) {
   return Status::Ok();
 }
 
-// Describes every device (burst0, burst1, ... in the order given) under root.
+// A device's name: pinned or from discovery, else burst0, burst1, ... in the order given.
+std::string device_name(const std::vector<RunDevice>& devs, size_t i) {
+  return devs[i].ibdev.empty() ? BURST_IBDEV_PREFIX + std::to_string(i) : devs[i].ibdev;
+}
+
+// Describes every device under root.
 Status write_trees(const RunOptions& o, const std::vector<RunDevice>& devs,
                    const std::vector<std::string>& uverbs, const std::string& root) {
   for (size_t i = 0; i < devs.size(); ++i) {
@@ -350,8 +358,7 @@ Status write_trees(const RunOptions& o, const std::vector<RunDevice>& devs,
                                        "' is not an Ethernet interface (ARPHRD " +
                                        std::to_string(nd.link_type) + "): RoCE needs Ethernet");
     }
-    SysfsDevice dev =
-        describe_device(nd, BURST_IBDEV_PREFIX + std::to_string(i), uverbs[i]);
+    SysfsDevice dev = describe_device(nd, device_name(devs, i), uverbs[i]);
     dev.nic.traffic_class = o.traffic_class;
     dev.socket = devs[i].socket;
     if (Status s = write_sysfs_tree(root, dev); !s.ok()) return s;
@@ -399,7 +406,7 @@ int run_command(const RunOptions& o) {
     if (!devs[0].socket.empty()) setenv(BURST_CTL_SOCKET_ENV, devs[0].socket.c_str(), 1);
     if (!shim.empty()) preload(shim);
     rc = spawn_and_wait(o.command, o.no_sysfs_mount ? std::string() : root,
-                        BURST_IBDEV_PREFIX "0");
+                        device_name(devs, 0));
   }
   if (o.root.empty()) {
     if (Status s = remove_tree(root); !s.ok()) err("cleanup: " + s.message());
