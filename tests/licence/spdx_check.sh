@@ -13,28 +13,28 @@ set -uo pipefail
 cd "${1:?usage: spdx_check.sh SOURCE_DIR}" || exit 1
 git rev-parse --is-inside-work-tree >/dev/null 2>&1 || { echo "skipped: not a git checkout"; exit 77; }
 
-is_source() {
-  case $1 in
-    tests/fixtures/*) return 1 ;;
-    *.c | *.cc | *.h | *.cmake | *.sh | *.py | *.map | CMakeLists.txt | */CMakeLists.txt) return 0 ;;
-  esac
-  [[ $(head -c 2 -- "$1") == '#!' ]]
-}
-
-missing=()
-checked=0
-while IFS= read -r -d '' f; do
-  [[ -f $f ]] || continue  # deleted in the work tree
-  is_source "$f" || continue
-  checked=$((checked + 1))
-  first=$(head -n 1 -- "$f")
-  [[ $first == '#!'* ]] && first=$(sed -n 2p -- "$f")
-  [[ $first == *SPDX-License-Identifier:* ]] || missing+=("$f")
-done < <(git ls-files -z)
-
-if [[ ${#missing[@]} -ne 0 ]]; then
-  echo "FAIL: ${#missing[@]} of $checked source files have no SPDX line at the top:"
-  printf '  %s\n' "${missing[@]}"
-  exit 1
-fi
-echo "ok: $checked source files carry an SPDX line"
+# One pass in Python (a fork per file took ~40 s on a loaded 2-core machine).
+git ls-files -z | python3 -c '
+import fnmatch, os, sys
+names = [n for n in sys.stdin.buffer.read().decode().split("\0") if n]
+src = ("*.c", "*.cc", "*.h", "*.cmake", "*.sh", "*.py", "*.map")
+missing, checked = [], 0
+for f in names:
+    if f.startswith("tests/fixtures/") or not os.path.isfile(f):
+        continue  # captured frames and data; deleted in the work tree
+    with open(f, "rb") as fh:
+        head = fh.read(4096).split(b"\n")
+    base = os.path.basename(f)
+    if not (any(fnmatch.fnmatch(base, p) for p in src) or base == "CMakeLists.txt"
+            or head[0].startswith(b"#!")):
+        continue
+    checked += 1
+    first = head[1] if head[0].startswith(b"#!") and len(head) > 1 else head[0]
+    if b"SPDX-License-Identifier:" not in first:
+        missing.append(f)
+if missing:
+    print(f"FAIL: {len(missing)} of {checked} source files have no SPDX line at the top:")
+    print("\n".join("  " + m for m in missing))
+    sys.exit(1)
+print(f"ok: {checked} source files carry an SPDX line")
+'
