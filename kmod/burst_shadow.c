@@ -6,9 +6,9 @@
  * uverbs write ABI, so that libibverbs' completion channels and async events work as on any RNIC.
  * A shadow carries no queue: its driver data (struct burst_kmod_shadow_udata) names the burstd
  * handle it stands for. The shadow is keyed by (type, handle, creator tgid as burstd's pid
- * namespace sees it); burstd raises its events with BURST_KMOD_RAISE naming (handle, tgid), so a client can
- * neither steal nor block another client's events. Kernel callers (no udata) get -EOPNOTSUPP: the
- * data path of burst is in burstd, not here.
+ * namespace sees it); burstd raises its events with BURST_KMOD_RAISE naming (handle, tgid), so a
+ * client can neither steal nor block another client's events. Kernel callers (no udata) get
+ * -EOPNOTSUPP: the data path of burst is in burstd, not here.
  *
  * Concurrency: the per-device shadow_lock covers the table and the delivery of a raised event, so a
  * destroy that has returned can no longer be raised on (the handlers uverbs installs only take
