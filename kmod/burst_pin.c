@@ -21,7 +21,6 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
-#include <linux/version.h>
 
 #include "burst.h"
 
@@ -133,14 +132,10 @@ static const struct vm_operations_struct burst_pin_vm_ops = {
 
 static void burst_pin_vm_flags(struct vm_area_struct *vma, vm_flags_t set, vm_flags_t clear)
 {
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
-	vm_flags_mod(vma, set, clear);
-#else
-	vma->vm_flags = (vma->vm_flags | set) & ~clear;
-#endif
+	vma->vm_flags = (vma->vm_flags | set) & ~clear; /* vm_flags_mod() from Linux 6.3 */
 }
 
-/* The daemon's mapping: MAP_SHARED, offset 0, at most the pinned pages, writable only if pinned so. */
+/* The daemon's mapping: MAP_SHARED, offset 0, at most the pinned pages; writable if the pin is. */
 static int burst_pin_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct burst_pin *pin = filp->private_data;
@@ -169,7 +164,7 @@ static int burst_pin_mmap(struct file *filp, struct vm_area_struct *vma)
 				      page_to_pfn(pin->pages[i]), run * PAGE_SIZE,
 				      vma->vm_page_prot);
 		if (ret)
-			return ret; /* the caller unmaps what was mapped; vm_ops->close not called */
+			return ret; /* the caller unmaps it; vm_ops->close is not called */
 	}
 	atomic64_inc(&burst_counters.mappings);
 	return 0;
