@@ -44,7 +44,7 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
     grep kmod_register /tmp/burstd.log
     rc=0
     run() { timeout 120 "$BURSTCTL" run --netdev eth0 --socket "$SOCK" -- "$@"; }
-    counters() { "$BURSTCTL" --socket "$SOCK" counters --all | grep "^mr\."; }
+    counters() { "$BURSTCTL" --socket "$SOCK" counters --all | grep "^mr\."; "$BURSTCTL" --socket "$SOCK" status | grep "^MRs"; }
     # pair NAME SERVER-ARGS -- CLIENT-ARGS: server in the background, client, counters mid-run.
     pair() {
       local name=$1; shift
@@ -68,11 +68,11 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
       fi
     }
     pair rc_pingpong ibv_rc_pingpong -d burst0 -g 1 -n 500 -c -- ibv_rc_pingpong -d burst0 -g 1 -n 500 -c
-    grep -q "mr.pinned [1-9]" /tmp/rc_pingpong.counters ||
+    grep -Eq "^mr\.pinned +[1-9]" /tmp/rc_pingpong.counters ||
       { echo "FAIL: rc_pingpong MRs not pinned"; rc=1; }
     pair write_bw ib_write_bw -d burst0 -x 1 -F -s 65536 -n 2000 --report_gbits -- \
       ib_write_bw -d burst0 -x 1 -F -s 65536 -n 2000 --report_gbits
-    grep -q "mr.pinned [1-9]" /tmp/write_bw.counters ||
+    grep -Eq "^mr\.pinned +[1-9]" /tmp/write_bw.counters ||
       { echo "FAIL: write_bw MRs not pinned"; rc=1; }
     st=$("$DIR/pin_test" --stats)
     echo "module after the applications: $st"
