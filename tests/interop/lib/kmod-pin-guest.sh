@@ -56,15 +56,16 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
       sleep 2
       run "${cargs[@]}" "$IP" >/tmp/$name.client 2>&1 &
       local cp=$!
-      sleep 3
-      counters >/tmp/$name.counters
+      : >/tmp/$name.counters
+      # Samples while the client runs (under TCG the applications set up for seconds).
+      while kill -0 $cp 2>/dev/null; do counters >>/tmp/$name.counters; sleep 1; done
       wait $cp; local crc=$?
       wait $sp; local src=$?
       echo "--- $name: client $crc, server $src"
-      cat /tmp/$name.counters
+      grep "^MRs" /tmp/$name.counters | sort | uniq -c
       grep -E "bytes in|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" /tmp/$name.client /tmp/$name.server
       if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-        echo "FAIL: $name"; tail -5 /tmp/$name.client /tmp/$name.server; rc=1
+        echo "FAIL: $name"; tail -n 8 /tmp/$name.client /tmp/$name.server; rc=1
       fi
     }
     pair rc_pingpong ibv_rc_pingpong -d burst0 -g 1 -n 500 -c -- ibv_rc_pingpong -d burst0 -g 1 -n 500 -c
@@ -88,7 +89,7 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
         c1=$(cpu)
         unset BURST_KMOD_PIN
         awk -v m=$mode -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" "/^ *65536 / {
-            gb = \$4 * 5 / 8; printf \"BENCH %s: goodput %.2f Gb/s, burstd CPU %.2f s for %.2f GB: %.3f s/GB\\n\", m, \$4, t / hz, gb, gb > 0 ? t / hz / gb : 0; exit }" \
+            gb = \$4 * 5 / 8; printf \"BENCH %s: goodput %.3f Gb/s, burstd CPU %.2f s for %.3f GB: %.3f s/GB\\n\", m, \$4, t / hz, gb, (gb > 0 ? t / hz / gb : 0); exit }" \
           /tmp/bench-$mode.client
       done
     fi
