@@ -29,7 +29,7 @@ mount -t proc proc "$ROOT/proc" &&
 IP=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 # shellcheck disable=SC2016
 exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
-  BENCH="${BENCH:-0}" /bin/bash -c '
+  BENCH="${BENCH:-0}" ROUNDS="${ROUNDS:-1}" /bin/bash -c '
     DIR=$1 BURSTD=$2 BURSTCTL=$3 IP=$4
     SOCK=/tmp/burstd.sock
     LD_PRELOAD=$DIR/kmod_register.so "$BURSTD" --backend loopback --netdev eth0 --socket "$SOCK" \
@@ -80,7 +80,9 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
     echo "$st" | grep -q "pins 0 pinned_pages 0 mappings 0" || { echo "FAIL: pins left"; rc=1; }
     if [ "$BENCH" = 1 ]; then
       cpu() { awk "{print \$14 + \$15}" /proc/$BPID/stat; }
-      for mode in kmod-pin mem-fd kmod-pin mem-fd; do
+      modes=""
+      for _ in $(seq "$ROUNDS"); do modes="$modes kmod-pin mem-fd"; done
+      for mode in $modes; do
         pin=1; [ $mode = mem-fd ] && pin=0
         export BURST_KMOD_PIN=$pin
         c0=$(cpu)
