@@ -97,7 +97,8 @@ std::unique_ptr<KmodDevice> KmodDevice::Register(const Device& device,
                                : "the control socket path is too long for the module";
     return nullptr;
   }
-  ctl::set_str(req.name, kNamePattern);
+  // device_name pins the name (set before registration: info.ibdev is still the config's).
+  ctl::set_str(req.name, info.ibdev.empty() ? std::string(kNamePattern) : info.ibdev);
   ctl::set_str(req.socket_path, socket_path);
   req.attr = kmod_device_attr(device);
   // O_CLOEXEC: only burstd holds the registration (a child it ran must not keep it alive).
