@@ -87,6 +87,10 @@ int native_get_context(int cmd_fd, NativeContext* out) {
   // The core response, then the module's driver data (a flexible array member
   // cannot be followed by another in one struct: one buffer, copied out).
   alignas(8) uint8_t resp[sizeof(ib_uverbs_get_context_resp) + sizeof(burst_kmod_context_resp)] = {};
+  // async_fd stays ~0 unless a kernel answered (a write that "succeeds" on
+  // some other character device must not make us close descriptor 0).
+  constexpr uint32_t kNoFd = ~0u;
+  memcpy(resp, &kNoFd, sizeof(kNoFd));
   ib_uverbs_get_context cmd{};
   cmd.response = ptr(resp);
   if (int e = uverbs_write(cmd_fd, IB_USER_VERBS_CMD_GET_CONTEXT, &cmd, sizeof(cmd), nullptr, 0,
@@ -98,11 +102,15 @@ int native_get_context(int cmd_fd, NativeContext* out) {
   burst_kmod_context_resp drv{};
   memcpy(&core, resp, sizeof(core));
   memcpy(&drv, resp + sizeof(core), sizeof(drv));
+  if (core.async_fd == kNoFd) {
+    debug_log("burst: cmd_fd %d took GET_CONTEXT without answering: not a uverbs device", cmd_fd);
+    return EPROTO;
+  }
   const int async_fd = static_cast<int>(core.async_fd);
   if (drv.abi_version != BURST_KMOD_ABI_VERSION) {
     debug_log("burst: the kernel device answers GET_CONTEXT with ABI %u, expected %u",
               drv.abi_version, BURST_KMOD_ABI_VERSION);
-    close(async_fd);
+    close(async_fd);  // the async-event file the kernel made for us
     return EPROTO;
   }
   out->async_fd = async_fd;
