@@ -115,11 +115,11 @@ guest_run -t 30 vm1 "$(in_root rdma link show)" | tee "$INTEROP_RUN/rdma-link" |
 
 ilog "2. ibv_rc_pingpong -e: guest burst0 (native) <-> host burstd (burstctl run)"
 nsenter --net="/run/netns/$INTEROP_NS" env TMPDIR="$INTEROP_RUN" timeout 150 "$BURSTCTL" run \
-  --netdev "$INTEROP_BURST_IF" --socket "$HSOCK" -- ibv_rc_pingpong -d burst0 -g 1 -e -m 1024 -n 50 \
+  --netdev "$INTEROP_BURST_IF" --socket "$HSOCK" -- ibv_rc_pingpong -d burst0 -g 1 -e -m 1024 -n 20 \
   >"$INTEROP_RUN/pp.server" 2>&1 &
 spid=$!
 for _ in $(seq 100); do innet ss -ltn | grep -q ':18515 ' && break; sleep 0.1; done
-guest_run -t 150 vm1 "$(in_root timeout 140 ibv_rc_pingpong -d burst0 -g 1 -e -m 1024 -n 50 \
+guest_run -t 150 vm1 "$(in_root timeout 140 ibv_rc_pingpong -d burst0 -g 1 -e -m 1024 -n 20 \
   "$INTEROP_HOST_IP")" >"$INTEROP_RUN/pp.client" 2>&1
 rc=$?
 wait "$spid"
@@ -127,7 +127,7 @@ src=$?
 cat "$INTEROP_RUN/pp.client"
 ((rc == 0 && src == 0)) || { cat "$INTEROP_RUN/pp.server"; guest_run -t 10 vm1 "tail -20 /tmp/gburstd.log";
   ifail "ibv_rc_pingpong -e: client $rc, server $src"; }
-grep -q "50 iters" "$INTEROP_RUN/pp.client" || ifail "ibv_rc_pingpong did not report its iterations"
+grep -q "20 iters" "$INTEROP_RUN/pp.client" || ifail "ibv_rc_pingpong did not report its iterations"
 
 ilog "3. kill -9 of burstd: ibv_asyncwatch gets IBV_EVENT_DEVICE_FATAL, burst0 goes"
 aw=$(guest_spawn -t 90 vm1 "$(in_root timeout 80 ibv_asyncwatch -d burst0)")
