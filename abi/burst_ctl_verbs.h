@@ -80,6 +80,11 @@ struct burst_ctl_alloc_pd_resp {
 };
 
 #define BURST_CTL_CQ_F_CHANNEL 0x1u /* the request carries the completion channel's socket */
+/* Native mode (abi/burst_kmod.h): the CQ has a kernel shadow on a completion channel of the kernel;
+ * burstd raises its completion events through the module (BURST_KMOD_EV_CQ_COMP, handle =
+ * user_handle, tgid = the client's) instead of writing a channel socket. No descriptor; not with
+ * F_CHANNEL; EOPNOTSUPP from a burstd that holds no module registration. */
+#define BURST_CTL_CQ_F_KMOD 0x2u
 
 struct burst_ctl_create_cq_req {
   struct burst_ctl_hdr hdr;
@@ -302,7 +307,11 @@ struct burst_ctl_mcast_req {
 };
 
 /* The request carries the write end of the pipe whose read end is the
- * context's async_fd: burstd writes struct burst_ctl_async_event records. */
+ * context's async_fd: burstd writes struct burst_ctl_async_event records.
+ * Without a descriptor (native mode, abi/burst_kmod.h): the context's async_fd
+ * is the kernel's; burstd raises the client's QP, SRQ and CQ events through
+ * the module on the shadows named by their user_handle (EOPNOTSUPP from a
+ * burstd that holds no module registration). */
 struct burst_ctl_set_async_fd_req {
   struct burst_ctl_hdr hdr;
 };

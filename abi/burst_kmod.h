@@ -11,9 +11,14 @@
  *
  * Shadow objects: in native mode the provider creates, next to each burstd object, the kernel object
  * libibverbs' event machinery needs (PD, CQ, QP, SRQ through the uverbs write ABI on the context's
- * cmd_fd), with struct burst_kmod_shadow_udata as driver data naming the burstd handle. The module
- * keys a shadow by (burstd handle, creator tgid); a raise names both, so a client can neither steal
- * nor block another client's events.
+ * cmd_fd), with struct burst_kmod_shadow_udata as driver data naming the burstd object. The name is
+ * the object's user_handle as the provider gave it to burstd in CREATE_CQ/QP/SRQ (the application's
+ * struct ibv_cq / ibv_qp / ibv_srq address, also the kernel object's user_handle): burstd raises
+ * events with it, and it is unique within the process across contexts, which burstd's
+ * per-connection handles are not. The module keys a shadow by (that handle, creator tgid); a raise
+ * names both, so a client can neither steal nor block another client's events.
+ * The ib_device's uverbs ABI version (ops.uverbs_abi_ver, sysfs uverbsN/abi_version) is
+ * BURST_KMOD_UVERBS_ABI_VERSION: the provider claims only devices of that version.
  *
  * Application side (any process): BURST_KMOD_PIN pins a range of the caller's own address space
  * (pin_user_pages FOLL_LONGTERM, accounted against RLIMIT_MEMLOCK unless CAP_IPC_LOCK) and returns a
@@ -33,6 +38,7 @@
 #include <linux/types.h>
 
 #define BURST_KMOD_ABI_VERSION 1
+#define BURST_KMOD_UVERBS_ABI_VERSION 1 /* = BURST_UVERBS_ABI_VERSION (burst_device.h) */
 #define BURST_KMOD_DEVICE_PATH "/dev/burst"
 #define BURST_KMOD_DRIVER_NAME "burst"
 #define BURST_KMOD_NAME_MAX 64
@@ -103,10 +109,11 @@ struct burst_kmod_event {
 	__u32 kind; /* enum burst_kmod_event_kind */
 	__u32 event_type; /* enum ib_event_type (ignored for BURST_KMOD_EV_CQ_COMP) */
 	__u32 tgid; /* the client that created the shadow (0 for PORT_ASYNC) */
-	__u64 handle; /* burstd's handle of the CQ/QP/SRQ (0 for PORT_ASYNC) */
+	__u64 handle; /* the CQ/QP/SRQ's user_handle, as its shadow was created (0 for PORT_ASYNC) */
 };
 
-/* Driver data (udata in) of the shadow create commands: which burstd object this shadows. */
+/* Driver data (udata in) of the shadow create commands: which burstd object this shadows (its
+ * user_handle in burstd, see above; equal to the command's own user_handle for CQ, QP and SRQ). */
 struct burst_kmod_shadow_udata {
 	__u64 handle;
 };

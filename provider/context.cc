@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "abi/burst_device.h"
+#include "provider/native_mode.h"
 #include "provider/provider.h"
 #include "provider/unsupported.h"
 
@@ -274,11 +275,33 @@ int open_async_channel(Context* ctx) {
   return e;
 }
 
+// Native mode: async_fd is the kernel's; burstd raises the QP, SRQ and CQ
+// events through the module (SET_ASYNC_FD without a descriptor). The watcher
+// still marks the context dead when burstd goes (the kernel reports
+// IBV_EVENT_DEVICE_FATAL itself when burstd's registration goes with it).
+int open_native_async(Context* ctx) {
+  burst_ctl_set_async_fd_req areq{};
+  burst_ctl_empty_resp aresp{};
+  int e = ctx->doorbells == nullptr
+              ? ENOMEM
+              : ctl_request_fd(ctx, BURST_CTL_OP_SET_ASYNC_FD, &areq, &aresp, -1, nullptr);
+  if (e != 0) {
+    fprintf(stderr,
+            "burst: %s: burstd does not raise events through the kernel module (%s): is it the "
+            "burstd that registered this device?\n",
+            ctx->vctx.context.device->name, strerror(e));
+    return e;
+  }
+  return start_watcher(ctx);
+}
+
 }  // namespace
 
 verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_data*/) {
-  // Takes cmd_fd (the uverbs node, /dev/full): closed on failure here, by
+  // Takes cmd_fd (the uverbs node: burstctl run's /dev/full, or the kernel
+  // assistant's uverbsN in native mode): closed on failure here, by
   // verbs_uninit_context otherwise.
+  const bool native = cmd_fd_is_kernel(cmd_fd);
   auto* ctx = static_cast<Context*>(_verbs_init_and_alloc_context(
       device, cmd_fd, sizeof(Context), reinterpret_cast<verbs_context*>(offsetof(Context, vctx)),
       /*driver_id=*/0));
@@ -286,13 +309,27 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   ctx->async_write_fd = -1;
   ctx->ctl = CtlConn{};
   ctx->watcher_wake_fd = -1;
+  ctx->native = native;
   pthread_mutex_init(&ctx->mu, nullptr);
 
+  NativeContext nc{};
+  if (native) {
+    if (int e = native_get_context(cmd_fd, &nc); e != 0) {
+      char err[128];
+      snprintf(err, sizeof(err), "GET_CONTEXT on the kernel device failed: %s", strerror(e));
+      report_open_failure(device->name, err);
+      release_context(ctx);
+      return verb_error(e);
+    }
+    ctx->vctx.context.async_fd = nc.async_fd;  // the kernel's async-event file
+  }
   // burstd owns every object: no context without it.
   burst_ctl_hello_resp hello{};
   char err[256];
   const Device* bdev = to_device(device);
-  const char* path = bdev->socket[0] != '\0' ? bdev->socket : ctl_socket_path();
+  const char* path = nc.socket[0] != '\0'     ? nc.socket
+                     : bdev->socket[0] != '\0' ? bdev->socket
+                                               : ctl_socket_path();
   if (int e = ctl_open(&ctx->ctl, path, program_invocation_short_name, &hello, err, sizeof(err));
       e != 0) {
     report_open_failure(device->name, err);
@@ -305,15 +342,17 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   ctx->doorbells =
       static_cast<Doorbell*>(calloc(hello.workers == 0 ? 1 : hello.workers, sizeof(Doorbell)));
   warn_netdev_mismatch(device, hello, path);
-  if (int e = open_async_channel(ctx); e != 0) {
+  if (int e = native ? open_native_async(ctx) : open_async_channel(ctx); e != 0) {
     release_context(ctx);
     return verb_error(e);
   }
-  // Completion vectors, as rxe and siw report them (one per possible CPU). A
-  // vector is a hint: events of a CQ come from the burstd workers its QPs
+  // Completion vectors: the kernel device's in native mode (its CREATE_CQ
+  // checks them); otherwise as rxe and siw report them (one per possible CPU).
+  // A vector is a hint: events of a CQ come from the burstd workers its QPs
   // live on, whichever vector the CQ was created with.
   const long cpus = sysconf(_SC_NPROCESSORS_CONF);
-  ctx->vctx.context.num_comp_vectors = cpus > 0 ? static_cast<int>(cpus) : 1;
+  ctx->vctx.context.num_comp_vectors =
+      native ? std::max(nc.num_comp_vectors, 1) : (cpus > 0 ? static_cast<int>(cpus) : 1);
 
 #if defined(BURST_TEST_HOOKS) && BURST_TEST_HOOKS
   // Test hook (never in release packages): die between reserving a doorbell
@@ -323,8 +362,8 @@ verbs_context* alloc_context(ibv_device* device, int cmd_fd, void* /*private_dat
   }
 #endif
   verbs_set_ops(&ctx->vctx, &kContextOps);
-  debug_log("burst: context opened on %s (burstd %s, client %u)", device->name, path,
-            ctx->client_id);
+  debug_log("burst: context opened on %s (burstd %s, client %u%s)", device->name, path,
+            ctx->client_id, native ? ", native" : "");
   return &ctx->vctx;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 // Completion events and the end of burstd: completion channels (the socket
 // the preload shim created, abi/burst_shim.h, through which burstd writes one
-// event per armed CQ), arming a CQ (ibv_req_notify_cq bumps the ring's arm
+// event per armed CQ; in native mode the kernel's, burstd raises the event
+// through the module: native_mode.h), arming a CQ (ibv_req_notify_cq bumps the ring's arm
 // sequence: no system call), and the watcher thread that turns burstd going
 // away into IBV_EVENT_DEVICE_FATAL, woken completion channels and failing
 // posts and polls (Context::dead).
@@ -57,11 +58,13 @@ void* watcher_main(void* arg) {
   auto* ctx = static_cast<Context*>(arg);
   if (!wait_for_hangup(ctx)) return nullptr;
   __atomic_store_n(&ctx->dead, true, __ATOMIC_RELEASE);
+  // Native mode: the kernel reports IBV_EVENT_DEVICE_FATAL on async_fd and
+  // ends the completion channels when burstd's registration goes.
   const burst_ctl_async_event ev{0, kIbvEventDeviceFatal, 0};
-  if (write(ctx->async_write_fd, &ev, sizeof(ev)) != sizeof(ev)) {
+  if (!ctx->native && write(ctx->async_write_fd, &ev, sizeof(ev)) != sizeof(ev)) {
     debug_log("burst: could not report IBV_EVENT_DEVICE_FATAL");
   }
-  wake_channels(ctx);
+  if (!ctx->native) wake_channels(ctx);
   fprintf(stderr,
           "burst: burstd closed the connection: device %s is gone (IBV_EVENT_DEVICE_FATAL)\n",
           ctx->vctx.context.device->name);

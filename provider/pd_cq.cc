@@ -4,6 +4,9 @@
 // sends with the answer, mapped in shm_regions.cc; polled in poll_cq.cc) and,
 // with a completion channel, hands burstd the channel's socket (from the
 // preload shim, cq_events.cc) so that burstd can write completion events into it.
+// In native mode (native_mode.h) each PD and CQ also gets its kernel shadow;
+// the channel is the kernel's and burstd raises a CQ's events through the
+// module (BURST_CTL_CQ_F_KMOD).
 // ibv_resize_cq (RESIZE_CQ) gets a new ring holding what was not polled yet.
 //
 // Threading: control path, any application thread (the control connection
@@ -13,7 +16,9 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
+#include "provider/native_mode.h"
 #include "provider/provider.h"
 
 namespace burst::provider {
@@ -27,7 +32,7 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
     return verb_error(EINVAL);
   }
   int peer = -1;
-  if (channel != nullptr) {
+  if (channel != nullptr && !ctx->native) {
     // burstd writes completion events into the channel through this socket.
     peer = cq_channel_peer(channel);
     if (peer < 0) {
@@ -45,12 +50,19 @@ Cq* make_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vec
   burst_ctl_create_cq_req req{};
   req.cqe = static_cast<uint32_t>(cqe);
   req.flags = peer >= 0 ? BURST_CTL_CQ_F_CHANNEL : 0;
+  if (ctx->native && channel != nullptr) req.flags = BURST_CTL_CQ_F_KMOD;
   req.user_handle = reinterpret_cast<uintptr_t>(&cq->vcq.cq);
   burst_ctl_create_cq_resp resp{};
   int fd = -1;
   int e = ctl_request_fd(ctx, BURST_CTL_OP_CREATE_CQ, &req, &resp, peer, &fd);
   if (e == 0) {
     e = attach_cq_ring(ctx, cq, fd, resp.region_size);
+    if (e == 0 && ctx->native) {
+      e = native_create_cq(ibctx->cmd_fd, req.user_handle, resp.cqe,
+                           channel != nullptr ? channel->fd : -1,
+                           static_cast<uint32_t>(comp_vector), &cq->khandle);
+      if (e != 0) detach_cq_ring(ctx, cq);
+    }
     if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DESTROY_CQ, resp.cq_handle);
   }
   if (e != 0) {
@@ -73,7 +85,13 @@ ibv_pd* alloc_pd(ibv_context* ibctx) {
   if (pd == nullptr) return nullptr;
   burst_ctl_alloc_pd_req req{};
   burst_ctl_alloc_pd_resp resp{};
-  if (int e = ctl_request(to_context(ibctx), BURST_CTL_OP_ALLOC_PD, &req, &resp); e != 0) {
+  Context* ctx = to_context(ibctx);
+  int e = ctl_request(ctx, BURST_CTL_OP_ALLOC_PD, &req, &resp);
+  if (e == 0 && ctx->native) {
+    e = native_alloc_pd(ibctx->cmd_fd, reinterpret_cast<uintptr_t>(&pd->pd), &pd->khandle);
+    if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DEALLOC_PD, resp.pd_handle);
+  }
+  if (e != 0) {
     free(pd);
     return verb_error(e);
   }
@@ -85,9 +103,16 @@ ibv_pd* alloc_pd(ibv_context* ibctx) {
 
 int dealloc_pd(ibv_pd* ibpd) {
   Pd* pd = to_pd(ibpd);
-  const int e = ctl_destroy(to_context(ibpd->context), BURST_CTL_OP_DEALLOC_PD, pd->handle);
-  if (e == 0) free(pd);
-  return e;  // EBUSY while QPs use it
+  Context* ctx = to_context(ibpd->context);
+  const int e = ctl_destroy(ctx, BURST_CTL_OP_DEALLOC_PD, pd->handle);
+  if (e != 0) return e;  // EBUSY while QPs use it
+  if (ctx->native) {
+    if (int ke = native_dealloc_pd(ibpd->context->cmd_fd, pd->khandle); ke != 0) {
+      debug_log("burst: the kernel kept PD shadow %u: %s", pd->khandle, strerror(ke));
+    }
+  }
+  free(pd);
+  return 0;
 }
 
 ibv_cq* create_cq(ibv_context* ibctx, int cqe, ibv_comp_channel* channel, int comp_vector) {
@@ -148,11 +173,17 @@ int destroy_cq(ibv_cq* ibcq) {
   Cq* cq = to_cq(ibcq);
   Context* ctx = to_context(ibcq->context);
   const int e = ctl_destroy(ctx, BURST_CTL_OP_DESTROY_CQ, cq->handle);
-  if (e == 0) {
-    detach_cq_ring(ctx, cq);
-    free(cq);
+  if (e != 0) return e;  // EBUSY while QPs use it
+  detach_cq_ring(ctx, cq);
+  if (ctx->native) {
+    if (int ke = native_destroy_cq(ibcq->context->cmd_fd, ibcq, cq->khandle); ke != 0) {
+      // The kernel may still report events naming this ibv_cq: keep its memory.
+      debug_log("burst: the kernel kept CQ shadow %u: %s", cq->khandle, strerror(ke));
+      return 0;
+    }
   }
-  return e;  // EBUSY while QPs use it
+  free(cq);
+  return 0;
 }
 
 }  // namespace burst::provider

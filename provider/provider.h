@@ -78,6 +78,10 @@ struct Context {
   bool watcher_running;
   int watcher_wake_fd;  // eventfd: free_context stops the watcher
   bool dead;            // burstd went away (atomic accesses)
+  // Native mode (native_mode.h): cmd_fd is the kernel assistant's uverbs device;
+  // async_fd and the completion channels are the kernel's, every PD/CQ/QP/SRQ
+  // has a kernel shadow (its k* handle below) and async_write_fd is -1.
+  bool native;
 };
 static_assert(offsetof(Context, vctx) == 0);
 
@@ -87,6 +91,7 @@ static_assert(offsetof(Context, vctx) == 0);
 struct Pd {
   ibv_pd pd;  // must be first
   uint32_t handle;
+  uint32_t khandle;  // native mode: the kernel shadow's handle
 };
 struct Cq {
   verbs_cq vcq;  // must be first; ibv_cq_ex-sized, also for ibv_create_cq
@@ -97,6 +102,7 @@ struct Cq {
   pthread_spinlock_t lock;
   pthread_spinlock_t arm_lock;  // req_notify_cq vs resize_cq (the arm word moves to the new ring)
   int channel_peer;  // the shim's other end of the completion channel, -1: none
+  uint32_t khandle;  // native mode: the kernel shadow's handle
   Cq* next_channel;  // Context::channel_cqs list
   // ibv_cq_ex polling state (start_poll / next_poll / read_*): under lock.
   burst_shm_cqe cur;
@@ -116,6 +122,7 @@ struct Qp {
   pthread_spinlock_t sq_lock, rq_lock;
   uint32_t max_send_sge, max_recv_sge, max_inline;
   const Doorbell* db;
+  uint32_t khandle;  // native mode: the kernel shadow's handle
 };
 struct Mr {
   verbs_mr vmr;  // must be first (ibv_dereg_mr reads verbs_mr)
@@ -137,6 +144,7 @@ struct Srq {
   pthread_spinlock_t lock;
   uint32_t max_sge;
   const Doorbell* db;
+  uint32_t khandle;  // native mode: the kernel shadow's handle
 };
 static_assert(offsetof(Pd, pd) == 0 && offsetof(Cq, vcq) == 0 && offsetof(Qp, vqp) == 0);
 

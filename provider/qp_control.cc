@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "abi/burst_device.h"
+#include "provider/native_mode.h"
 #include "provider/provider.h"
 
 namespace burst::provider {
@@ -85,6 +86,22 @@ void init_ibv_qp(Qp* qp, const QpArgs& a, const burst_ctl_create_qp_resp& resp) 
   pthread_cond_init(&q.cond, nullptr);
 }
 
+// Native mode: the QP's kernel shadow, on the shadows of its PD, CQs and SRQ.
+int make_qp_shadow(const QpArgs& a, uint64_t user_handle, const burst_ctl_qp_cap& cap,
+                   uint32_t* kqp) {
+  NativeQpArgs n{};
+  n.user_handle = user_handle;
+  n.kpd = to_pd(a.pd)->khandle;
+  n.send_kcq = to_cq(a.send_cq)->khandle;
+  n.recv_kcq = to_cq(a.recv_cq)->khandle;
+  n.has_srq = a.srq != nullptr;
+  n.ksrq = a.srq != nullptr ? to_srq(a.srq)->khandle : 0;
+  n.qp_type = static_cast<uint8_t>(a.type);
+  n.sq_sig_all = a.sq_sig_all != 0 ? 1 : 0;
+  n.cap = convert_cap<ibv_qp_cap>(cap);
+  return native_create_qp(a.pd->context->cmd_fd, n, kqp);
+}
+
 // CREATE_QP in burstd, with its rings mapped. Fills every ibv_qp field and cap
 // with what the QP provides. nullptr with errno on failure.
 Qp* make_qp(const QpArgs& a, ibv_qp_cap* cap) {
@@ -108,6 +125,10 @@ Qp* make_qp(const QpArgs& a, ibv_qp_cap* cap) {
     qp->vqp.qp.qp_num = resp.qpn;
     qp->vqp.qp.srq = a.srq;  // attach_qp_rings: no RQ ring on an SRQ
     e = attach_qp_rings(ctx, qp, fd, resp.region_size, resp.worker);
+    if (e == 0 && ctx->native) {
+      e = make_qp_shadow(a, req.user_handle, resp.cap, &qp->khandle);
+      if (e != 0) detach_qp_rings(qp);
+    }
     if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DESTROY_QP, resp.qp_handle);
   }
   if (e != 0) {
@@ -279,9 +300,17 @@ int query_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask, ibv_qp_init_attr* i
 
 int destroy_qp(ibv_qp* ibqp) {
   Qp* qp = to_qp(ibqp);
-  const int e = ctl_destroy(to_context(ibqp->context), BURST_CTL_OP_DESTROY_QP, qp->handle);
+  Context* ctx = to_context(ibqp->context);
+  const int e = ctl_destroy(ctx, BURST_CTL_OP_DESTROY_QP, qp->handle);
   if (e != 0) return e;
   detach_qp_rings(qp);
+  if (ctx->native) {
+    if (int ke = native_destroy_qp(ibqp->context->cmd_fd, ibqp, qp->khandle); ke != 0) {
+      // The kernel may still report events naming this ibv_qp: keep its memory.
+      debug_log("burst: the kernel kept QP shadow %u: %s", qp->khandle, strerror(ke));
+      return 0;
+    }
+  }
   fini_qp_ex(qp);
   pthread_cond_destroy(&ibqp->cond);
   pthread_mutex_destroy(&ibqp->mutex);

@@ -8,7 +8,9 @@
 // serialises the calls to burstd).
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
+#include "provider/native_mode.h"
 #include "provider/provider.h"
 
 namespace burst::provider {
@@ -28,6 +30,15 @@ ibv_srq* create_srq(ibv_pd* ibpd, ibv_srq_init_attr* attr) {
   int e = ctl_request_fd(ctx, BURST_CTL_OP_CREATE_SRQ, &req, &resp, -1, &fd);
   if (e == 0) {
     e = attach_srq_ring(ctx, srq, fd, resp.region_size, resp.worker);
+    if (e == 0 && ctx->native) {  // the kernel shadow (native_mode.h)
+      ibv_srq_attr k{};
+      k.max_wr = resp.attr.max_wr;
+      k.max_sge = resp.attr.max_sge;
+      k.srq_limit = attr->attr.srq_limit;
+      e = native_create_srq(ibpd->context->cmd_fd, req.user_handle, to_pd(ibpd)->khandle, k,
+                            &srq->khandle);
+      if (e != 0) detach_srq_ring(srq);
+    }
     if (e != 0) (void)ctl_destroy(ctx, BURST_CTL_OP_DESTROY_SRQ, resp.srq_handle);
   }
   if (e != 0) {
@@ -44,9 +55,17 @@ ibv_srq* create_srq(ibv_pd* ibpd, ibv_srq_init_attr* attr) {
 
 int destroy_srq(ibv_srq* ibsrq) {
   Srq* srq = to_srq(ibsrq);
-  const int e = ctl_destroy(to_context(ibsrq->context), BURST_CTL_OP_DESTROY_SRQ, srq->handle);
+  Context* ctx = to_context(ibsrq->context);
+  const int e = ctl_destroy(ctx, BURST_CTL_OP_DESTROY_SRQ, srq->handle);
   if (e != 0) return e;  // EBUSY while QPs use it
   detach_srq_ring(srq);
+  if (ctx->native) {
+    if (int ke = native_destroy_srq(ibsrq->context->cmd_fd, ibsrq, srq->khandle); ke != 0) {
+      // The kernel may still report events naming this ibv_srq: keep its memory.
+      debug_log("burst: the kernel kept SRQ shadow %u: %s", srq->khandle, strerror(ke));
+      return 0;
+    }
+  }
   free(srq);
   return 0;
 }

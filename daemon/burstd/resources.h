@@ -120,7 +120,7 @@ class Resources {
                    int* region_fd, int* wake_fd);
   int create_ah(uint32_t client, const burst_ctl_create_ah_req& req, uint32_t* handle);
   int destroy_ah(uint32_t client, uint32_t handle);
-  int set_async_fd(uint32_t client, int fd);  // adopts fd
+  int set_async_fd(uint32_t client, int fd);  // adopts fd; -1: through the kernel module
   // *region_fd stays owned by burstd.
   int create_srq(uint32_t client, const burst_ctl_create_srq_req& req,
                  burst_ctl_create_srq_resp* resp, int* region_fd);

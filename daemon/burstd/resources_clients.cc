@@ -220,8 +220,15 @@ int Resources::map_doorbell(uint32_t client, uint32_t worker, burst_ctl_map_door
 int Resources::set_async_fd(uint32_t client, int fd) {
   Client* c = find(client);
   if (c == nullptr || c->async) {
-    close(fd);
+    if (fd >= 0) close(fd);
     return c == nullptr ? ENOENT : EBUSY;
+  }
+  if (fd < 0) {
+    // Native mode (abi/burst_kmod.h): the client's async_fd is the kernel's;
+    // its events are raised through the module on its shadows.
+    if (device_.kmod() == nullptr) return EOPNOTSUPP;
+    c->async = std::make_shared<AsyncSink>(device_.kmod(), static_cast<uint32_t>(c->pid));
+    return 0;
   }
   // burstd's workers write events into it: never block on a client that does
   // not read (an event that does not fit is counted as dropped).
@@ -261,8 +268,9 @@ int op_map_doorbell(Call& c) {
 }
 
 int op_set_async_fd(Call& c) {
-  const int fd = c.take_fd();
-  return fd < 0 ? EBADF : c.res.set_async_fd(c.s.id, fd);
+  const int fd = c.take_fd();  // -1: events through the kernel module (native mode)
+  if (fd < 0) c.what = "async events through the kernel module";
+  return c.res.set_async_fd(c.s.id, fd);
 }
 
 }  // namespace burst::burstd

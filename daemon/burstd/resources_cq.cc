@@ -33,18 +33,27 @@ int Resources::create_cq(uint32_t client, const burst_ctl_create_cq_req& req, in
   auto close_fd = [&] {
     if (channel_fd >= 0) close(channel_fd);
   };
-  if ((req.flags & ~BURST_CTL_CQ_F_CHANNEL) != 0 ||
+  constexpr uint32_t kKnown = BURST_CTL_CQ_F_CHANNEL | BURST_CTL_CQ_F_KMOD;
+  const bool kmod_events = (req.flags & BURST_CTL_CQ_F_KMOD) != 0;
+  if ((req.flags & ~kKnown) != 0 || req.flags == kKnown ||
       ((req.flags & BURST_CTL_CQ_F_CHANNEL) != 0) != (channel_fd >= 0)) {
     close_fd();
-    return (req.flags & ~BURST_CTL_CQ_F_CHANNEL) != 0 ? EINVAL : EBADF;
+    return (req.flags & ~kKnown) != 0 || req.flags == kKnown ? EINVAL : EBADF;
   }
+  // Native mode: events through the kernel module, on the provider's shadow CQ
+  // (abi/burst_kmod.h); only a burstd that registered its device can raise them.
+  if (kmod_events && device_.kmod() == nullptr) return EOPNOTSUPP;
   uint32_t handle = 0, actual = 0;
   if (int e = create_cq(client, req.cqe, &handle, &actual); e != 0) {
     close_fd();
     return e;
   }
   std::unique_ptr<ShmCq> ring;
-  if (core::Status s = ShmCq::Create(handle, actual, req.user_handle, channel_fd, &ring); !s.ok()) {
+  const Client* owner = find(client);
+  if (core::Status s = ShmCq::Create(handle, actual, req.user_handle, channel_fd, &ring,
+                                     kmod_events ? device_.kmod() : nullptr,
+                                     static_cast<uint32_t>(owner->pid));
+      !s.ok()) {
     (void)destroy_cq(client, handle);
     return s.to_errno();  // channel_fd is closed by the failed ShmCq
   }
@@ -109,7 +118,9 @@ int op_create_cq(Call& c) {
   c.out_fds->push_back(fd);
   c.s.sent_fds.push_back(fd);
   c.what = "cq " + std::to_string(r->cq_handle) + " (" + std::to_string(r->cqe) + " entries" +
-           ((req.flags & BURST_CTL_CQ_F_CHANNEL) ? ", channel)" : ")");
+           ((req.flags & BURST_CTL_CQ_F_CHANNEL) ? ", channel)"
+            : (req.flags & BURST_CTL_CQ_F_KMOD)  ? ", kernel channel)"
+                                                 : ")");
   return 0;
 }
 

@@ -8,9 +8,13 @@
 #include <cstring>
 #include <string>
 
+#include "abi/burst_kmod.h"
+#include "daemon/burstd/kmod_device.h"
+
 namespace burst::burstd {
 namespace {
 
+constexpr uint32_t kIbvEventCqErr = 0;           // IBV_EVENT_CQ_ERR
 constexpr uint32_t kIbvEventQpFatal = 1;         // IBV_EVENT_QP_FATAL
 constexpr uint32_t kIbvEventSrqErr = 14;         // IBV_EVENT_SRQ_ERR
 constexpr uint32_t kIbvEventSrqLimit = 15;       // IBV_EVENT_SRQ_LIMIT_REACHED
@@ -30,6 +34,16 @@ AsyncSink::~AsyncSink() {
 }
 
 void AsyncSink::post(uint64_t element, uint32_t event_type) {
+  if (kmod_ != nullptr) {
+    const uint32_t kind = event_type == kIbvEventCqErr ? BURST_KMOD_EV_CQ_ASYNC
+                          : event_type == kIbvEventSrqErr || event_type == kIbvEventSrqLimit
+                              ? BURST_KMOD_EV_SRQ_ASYNC
+                              : BURST_KMOD_EV_QP_ASYNC;
+    if (kmod_->raise(kind, event_type, tgid_, element) != 0) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
+  }
   struct {
     uint64_t element;
     uint32_t event_type;
@@ -85,9 +99,11 @@ bool wakes_solicited(const core::Wc& wc) {
 }  // namespace
 
 core::Status ShmCq::Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
-                           std::unique_ptr<ShmCq>* out) {
+                           std::unique_ptr<ShmCq>* out, const KmodDevice* kmod, uint32_t tgid) {
   std::unique_ptr<ShmCq> cq(new ShmCq());
   cq->channel_fd_ = channel_fd;  // adopted even on failure (closed by ~ShmCq)
+  cq->kmod_ = channel_fd < 0 ? kmod : nullptr;
+  cq->tgid_ = tgid;
   cq->user_handle_ = user_handle;
   cq->handle_ = handle;
   if (core::Status s = MakeCqRegion(handle, cqe, &cq->region_, &cq->geom_, &cq->ring_offset_);
@@ -149,13 +165,21 @@ void ShmCq::notify_locked(bool wakes_solicited) {
   // without the fence both sides could miss the other's store and the
   // application would sleep on a completion in its ring. Only CQs with a
   // channel pay for it (the others have nobody to wake).
-  if (channel_fd_ >= 0) std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (channel_fd_ >= 0 || kmod_ != nullptr) std::atomic_thread_fence(std::memory_order_seq_cst);
   // Written by the application (req_notify_cq); any value is harmless.
   const uint32_t arm =
       std::atomic_ref<uint32_t>(hdr->arm_sequence).load(std::memory_order_acquire);
   const ArmWait wait = pending_arm(arm, answered_arm_);
   if (wait == ArmWait::kNone || (wait == ArmWait::kSolicited && !wakes_solicited)) return;
   answered_arm_ = arm;
+  if (kmod_ != nullptr) {
+    // Native mode: the kernel's completion channel, through the shadow CQ
+    // (one ioctl per answered arm, as the channel write below).
+    if (kmod_->raise(BURST_KMOD_EV_CQ_COMP, 0, tgid_, user_handle_) != 0) {
+      overflows_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return;
+  }
   if (channel_fd_ < 0) return;
   // What read() on the channel returns: struct ib_uverbs_comp_event_desc,
   // the CQ's user handle (8 bytes).

@@ -48,12 +48,18 @@
 
 namespace burst::burstd {
 
+class KmodDevice;  // kmod_device.h
+
 // A client's async-event pipe. Writes of one 16-byte record are atomic (below
 // PIPE_BUF), so workers write without a lock; a full pipe drops the event
-// (counted) rather than block a worker.
+// (counted) rather than block a worker. In native mode (abi/burst_kmod.h) the
+// sink is the kernel module instead: post() raises the event on the shadow
+// named by (element = the object's user_handle, the client's tgid); a raise
+// the module refuses is counted as dropped.
 class AsyncSink {
  public:
   explicit AsyncSink(int fd) : fd_(fd) {}
+  AsyncSink(const KmodDevice* kmod, uint32_t tgid) : fd_(-1), kmod_(kmod), tgid_(tgid) {}
   ~AsyncSink();
   AsyncSink(const AsyncSink&) = delete;
   AsyncSink& operator=(const AsyncSink&) = delete;
@@ -62,15 +68,20 @@ class AsyncSink {
 
  private:
   int fd_;
+  const KmodDevice* kmod_ = nullptr;  // outlives every client (Device owns it)
+  uint32_t tgid_ = 0;
   std::atomic<uint64_t> dropped_{0};
 };
 
 class ShmCq {
  public:
   // A region with one CQ ring of at least `cqe` entries. channel_fd (-1: none)
-  // is adopted: completion events go there.
+  // is adopted: completion events go there. With `kmod` (native mode, no
+  // channel_fd) they are raised through the module on the shadow named by
+  // (user_handle, tgid) instead.
   static core::Status Create(uint32_t handle, uint32_t cqe, uint64_t user_handle, int channel_fd,
-                             std::unique_ptr<ShmCq>* out);
+                             std::unique_ptr<ShmCq>* out, const KmodDevice* kmod = nullptr,
+                             uint32_t tgid = 0);
   ~ShmCq();
   ShmCq(const ShmCq&) = delete;
   ShmCq& operator=(const ShmCq&) = delete;
@@ -115,6 +126,8 @@ class ShmCq {
   uint64_t user_handle_ = 0;
   uint32_t handle_ = 0;
   int channel_fd_ = -1;
+  const KmodDevice* kmod_ = nullptr;  // native mode: events raised through the module
+  uint32_t tgid_ = 0;                 // the client's, for kmod_
   std::atomic_flag lock_ = ATOMIC_FLAG_INIT;
   // region_, geom_, ring_offset_ and producer_ change only in Resize, under
   // lock_; workers use them only under lock_.

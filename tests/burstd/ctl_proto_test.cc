@@ -5,6 +5,7 @@
 // per-client ownership, and traffic between two QPs of one burstd over the
 // loopback backend (two workers: frames reach the other worker through the
 // handoff).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -721,6 +722,43 @@ TEST_F(DispatchTest, RegDmabufMrRefusals) {
   EXPECT_EQ(send_fd(a_, bad, dup(mfd)), EINVAL);
   close(mfd);
   EXPECT_EQ(device_->mrs().mr_count(), 0u);
+}
+
+// Native mode (abi/burst_kmod.h) asks for events through the kernel module: a
+// burstd that registered no kernel device (this one) refuses both requests with
+// EOPNOTSUPP; F_KMOD with F_CHANNEL is EINVAL, F_KMOD with a descriptor EBADF;
+// the pipe-based requests still work.
+TEST_F(DispatchTest, NativeModeEventsNeedARegistration) {
+  hello(a_);
+  ASSERT_EQ(device_->kmod(), nullptr);
+  auto cq = request<burst_ctl_create_cq_req>(BURST_CTL_OP_CREATE_CQ);
+  cq.cqe = 16;
+  cq.flags = BURST_CTL_CQ_F_KMOD;
+  EXPECT_EQ(call(a_, cq), EOPNOTSUPP);
+  cq.flags = BURST_CTL_CQ_F_KMOD | BURST_CTL_CQ_F_CHANNEL;
+  EXPECT_EQ(call(a_, cq), EINVAL);
+  auto with_fd = [&](auto req, int fd) {
+    ctl::init_request(&req.hdr, req.hdr.op, sizeof(req), a_.version, 11);
+    std::vector<uint8_t> resp;
+    std::vector<int> out_fds;
+    bool close_it = false;
+    const int fds[1] = {fd};
+    disp_->handle(a_, reinterpret_cast<const uint8_t*>(&req), sizeof(req), fds, fd >= 0 ? 1 : 0,
+                  &resp, &out_fds, &close_it);
+    for (int f : out_fds) close(f);
+    burst_ctl_hdr h;
+    std::memcpy(&h, resp.data(), sizeof(h));
+    return static_cast<int>(h.status);
+  };
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  cq.flags = BURST_CTL_CQ_F_KMOD;
+  EXPECT_EQ(with_fd(cq, dup(p[1])), EBADF);
+  auto as = request<burst_ctl_set_async_fd_req>(BURST_CTL_OP_SET_ASYNC_FD);
+  EXPECT_EQ(with_fd(as, -1), EOPNOTSUPP);
+  EXPECT_EQ(with_fd(as, p[1]), 0);  // adopted: the pipe of burstctl run's mode
+  close(p[0]);
+  EXPECT_NE(create_cq(a_), 0u);
 }
 
 // RESIZE_CQ: EINVAL for 0 and above max_cqe, ENOENT for another client's or an
