@@ -38,10 +38,13 @@
 #define BURST_KMOD_NAME_MAX 64
 #define BURST_KMOD_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 
-/* Device attributes as burstd reports them in HELLO: what query_device answers. */
+/*
+ * Device attributes as burstd reports them in HELLO: what query_device answers. The GUIDs are in
+ * network byte order (the bytes of the EUI-64, as the kernel's __be64 and sysfs node_guid show them).
+ */
 struct burst_kmod_device_attr {
-	__u64 node_guid;
-	__u64 sys_image_guid;
+	__u64 node_guid; /* network byte order */
+	__u64 sys_image_guid; /* network byte order */
 	__u64 max_mr_size;
 	__u64 page_size_cap;
 	__u64 fw_ver;
@@ -68,8 +71,10 @@ struct burst_kmod_device_attr {
 	__u32 max_mcast_qp_attach;
 	__u32 max_pkeys;
 	__u32 num_comp_vectors;
-	__u32 active_mtu; /* enum ib_mtu: 1..5 */
-	__u32 reserved[4];
+	__u32 active_mtu; /* enum ib_mtu: 1..5, the most the port carries (capped by the netdev's) */
+	__u32 max_total_mcast_qp_attach;
+	__u32 max_res_rd_atom;
+	__u32 reserved[2];
 };
 
 /* BURST_KMOD_REGISTER: in: everything but name's result; out: name (the registered ib_device name). */
