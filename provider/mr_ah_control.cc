@@ -2,8 +2,10 @@
 // Memory regions and address handles, registered and created in burstd over
 // the context's control connection. A registration of shareable memory hands
 // burstd the file behind it (mr_file.cc) so that burstd maps it (zero-copy);
-// other memory burstd reaches through this process's /proc/self/mem
-// (cross-memory, docs/security.md). An address handle travels as the
+// other memory is pinned by the kernel assistant when it is loaded and the pin
+// goes to burstd the same way (mapped in place); without it burstd reaches
+// the memory through this process's /proc/self/mem (cross-memory,
+// docs/security.md). An address handle travels as the
 // protocol's address (ah_to_wire, qp_control.cc).
 //
 // Threading: control path, any application thread (the control connection
@@ -27,8 +29,13 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
   req.addr = reinterpret_cast<uintptr_t>(addr);
   req.length = length;
   req.iova = hca_va;
-  // Shareable memory goes zero-copy when we hand burstd its file.
-  const int file = shared_file_for(addr, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0);
+  // Shareable memory goes zero-copy when we hand burstd its file, other memory
+  // when the kernel assistant pinned it (mr_file.cc).
+  int file = -1;
+  if (int e = memory_fd_for(addr, length, (access & IBV_ACCESS_LOCAL_WRITE) != 0, &file); e != 0) {
+    free(mr);
+    return verb_error(e);
+  }
   if (file >= 0) req.flags |= BURST_CTL_MR_F_FILE;
   burst_ctl_reg_mr_resp resp{};
   const int e = ctl_request_fd(ctx, BURST_CTL_OP_REG_MR, &req, &resp, file, nullptr);
@@ -49,7 +56,9 @@ ibv_mr* reg_mr(ibv_pd* ibpd, void* addr, size_t length, uint64_t hca_va, int acc
   mr->vmr.mr_type = BURST_VERBS_MR_TYPE_MR;
   mr->vmr.access = access;
   debug_log("burst: MR %u: %zu bytes at %p, lkey 0x%x, %s", resp.mr_handle, length, addr, resp.lkey,
-            resp.memory_mode == BURST_CTL_MEM_SHM ? "zero-copy" : "cross-memory");
+            resp.memory_mode == BURST_CTL_MEM_KMOD  ? "pinned"
+            : resp.memory_mode == BURST_CTL_MEM_SHM ? "zero-copy"
+                                                    : "cross-memory");
   return &m;
 }
 
@@ -117,8 +126,12 @@ int rereg_mr(verbs_mr* vmr, int flags, ibv_pd* pd, void* addr, size_t length, in
   req.addr = reinterpret_cast<uintptr_t>(range);
   req.length = translation ? length : m.length;
   req.iova = req.addr;  // as ibv_reg_mr: the address is the iova
-  const int file =
-      shared_file_for(range, req.length, (new_access & IBV_ACCESS_LOCAL_WRITE) != 0);
+  int file = -1;
+  if (int e = memory_fd_for(range, req.length, (new_access & IBV_ACCESS_LOCAL_WRITE) != 0, &file);
+      e != 0) {
+    errno = e;
+    return e;
+  }
   if (file >= 0) req.mr_flags |= BURST_CTL_MR_F_FILE;
   burst_ctl_reg_mr_resp resp{};
   const int e = ctl_request_fd(to_context(m.context), BURST_CTL_OP_REREG_MR, &req, &resp, file,

@@ -10,10 +10,14 @@
 //      opened with enough access: the memfd or /dev/shm file the application
 //      still holds;
 //   3. the mapping's path, when the file still has one (not "(deleted)").
-// Anything else gets no file: burstd then reaches the memory through this
-// process's /proc/self/mem (cross-memory, one copy per access).
+// Anything else is pinned by the kernel assistant when /dev/burst opens
+// (kmod/, docs/kmod.md "Pinned memory"): the pin's descriptor goes to burstd,
+// which maps the pinned pages. Without the module, or with BURST_KMOD_PIN=0,
+// no file: burstd reaches the memory through this process's /proc/self/mem
+// (cross-memory, one copy per access).
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -23,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "abi/burst_kmod.h"
 #include "provider/provider.h"
 
 namespace burst::provider {
@@ -85,7 +90,40 @@ bool access_ok(int fd, bool writable) {
   return writable ? acc == O_RDWR : acc != O_WRONLY;
 }
 
+// /dev/burst, opened once per process; -1 without the module (or when
+// BURST_KMOD_PIN=0 asks for the cross-memory path).
+int kmod_fd() {
+  static const int fd = [] {
+    const char* env = getenv("BURST_KMOD_PIN");
+    if (env != nullptr && strcmp(env, "0") == 0) return -1;
+    return open(BURST_KMOD_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+  }();
+  return fd;
+}
+
 }  // namespace
+
+int memory_fd_for(const void* addr, size_t len, bool writable, int* fd) {
+  *fd = shared_file_for(addr, len, writable);
+  if (*fd >= 0 || len == 0 || kmod_fd() < 0) return 0;
+  burst_kmod_pin pin{};
+  pin.size = sizeof(pin);
+  pin.flags = writable ? BURST_KMOD_PIN_WRITE : 0;
+  pin.addr = reinterpret_cast<uintptr_t>(addr);
+  pin.length = len;
+  if (ioctl(kmod_fd(), BURST_KMOD_PIN, &pin) == 0) {
+    *fd = pin.fd;
+    debug_log("burst: pin %llu of %zu bytes at %p", static_cast<unsigned long long>(pin.id), len,
+              addr);
+    return 0;
+  }
+  // What an RNIC's ibv_reg_mr answers: ENOMEM beyond RLIMIT_MEMLOCK, EFAULT for
+  // memory not mapped (or not writable for a writable MR). Anything else (a
+  // module of another ABI): the cross-memory path.
+  const int e = errno;
+  debug_log("burst: BURST_KMOD_PIN of %zu bytes at %p: %s", len, addr, strerror(e));
+  return e == ENOMEM || e == EFAULT ? e : 0;
+}
 
 int shared_file_for(const void* addr, size_t len, bool writable) {
   if (len == 0) return -1;

@@ -209,6 +209,10 @@ int destroy_ah(ibv_ah* ah);
 // MAP_SHARED at [addr, addr + len), opened with this process's rights and
 // enough access for a `writable` MR; -1 when there is none (cross-memory).
 int shared_file_for(const void* addr, size_t len, bool writable);
+// The descriptor that gives burstd [addr, addr + len) in place: the shared
+// file (shared_file_for), else a pin of the kernel assistant; *fd -1: none
+// (cross-memory). 0, or ibv_reg_mr's errno: ENOMEM (RLIMIT_MEMLOCK), EFAULT.
+int memory_fd_for(const void* addr, size_t len, bool writable, int* fd);
 
 // srq_control.cc: shared receive queues through burstd.
 ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr* attr);

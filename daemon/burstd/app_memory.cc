@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <sys/stat.h>
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+
+#include "abi/burst_kmod.h"
 
 namespace burst::burstd {
 
@@ -166,6 +169,42 @@ core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writab
   out->map_base = base;
   out->map_len = map_len;
   out->local = static_cast<uint8_t*>(base) + offset;
+  return core::Status::Ok();
+}
+
+bool is_kmod_pin(int fd) {
+  constexpr long kAnonInodeFsMagic = 0x09041934;  // ANON_INODE_FS_MAGIC
+  static constexpr char kName[] = "anon_inode:[burst-pin]";
+  struct statfs fs;
+  if (fd < 0 || fstatfs(fd, &fs) != 0 || fs.f_type != kAnonInodeFsMagic) return false;
+  char path[64], name[sizeof(kName) + 1];
+  std::snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(path, name, sizeof(name));
+  return n == static_cast<ssize_t>(sizeof(kName) - 1) && std::memcmp(name, kName, n) == 0;
+}
+
+core::Status map_pin_range(int fd, pid_t pid, uint64_t addr, uint64_t len, bool writable,
+                           AppMapping* out) {
+  *out = AppMapping{};
+  burst_kmod_pin_info info{};
+  info.size = sizeof(info);
+  if (ioctl(fd, BURST_KMOD_PIN_INFO, &info) != 0) return core::Errc::kInvalid;
+  if (info.tgid == 0 || static_cast<pid_t>(info.tgid) != pid || info.addr != addr ||
+      info.length != len || (writable && (info.flags & BURST_KMOD_PIN_WRITE) == 0)) {
+    return core::Errc::kInvalid;
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (info.map_length == 0 || info.map_length % page != 0 || info.map_offset >= page ||
+      info.map_offset + len > info.map_length) {
+    return core::Errc::kInvalid;
+  }
+  const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
+  void* base = mmap(nullptr, info.map_length, prot, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return errno == EPERM ? core::Errc::kPermission : core::Errc::kInvalid;
+  out->mode = AppMapping::Mode::kPinned;
+  out->map_base = base;
+  out->map_len = info.map_length;
+  out->local = static_cast<uint8_t*>(base) + info.map_offset;
   return core::Status::Ok();
 }
 

@@ -14,6 +14,12 @@
 // memcpy and atomics are CPU atomics, coherent with the application's own
 // accesses.
 //
+// Pinned (kmod/, docs/kmod.md "Pinned memory"): the file the application sent
+// is a pin of the kernel assistant ("[burst-pin]", BURST_KMOD_PIN of its own
+// range): map_pin_range checks with BURST_KMOD_PIN_INFO that it pins exactly
+// [addr, addr + len) of the client (its pid as burstd sees it) and maps the
+// pinned pages (only a process holding a registration may), zero-copy as above.
+//
 // Cross-memory: anything else (malloc, stack, private file mappings, no file
 // sent, a file that does not match, a range reaching past the end of the
 // file): the MR is registered in the application's MemSpaces space (its
@@ -44,9 +50,9 @@
 namespace burst::burstd {
 
 struct AppMapping {
-  enum class Mode : uint8_t { kCrossMemory, kZeroCopy };
+  enum class Mode : uint8_t { kCrossMemory, kZeroCopy, kPinned };
   Mode mode = Mode::kCrossMemory;
-  uint8_t* local = nullptr;  // burstd address of `addr` when kZeroCopy
+  uint8_t* local = nullptr;  // burstd address of `addr` when kZeroCopy or kPinned
   void* map_base = nullptr;  // the burstd mapping (whole pages), nullptr when none
   size_t map_len = 0;
 };
@@ -72,6 +78,16 @@ core::Status map_app_range(int maps_fd, int file_fd, uint64_t addr, uint64_t len
 // nothing (the descriptor is still checked).
 core::Status map_dmabuf_range(int fd, uint64_t offset, uint64_t len, bool writable,
                               AppMapping* out);
+// Whether `fd` is a pin of the kernel assistant (its anonymous inode is named
+// "[burst-pin]"; nothing else is asked of the file before that).
+bool is_kmod_pin(int fd);
+// Maps the pin `fd` (is_kmod_pin; kept by the caller) for the MR [addr, addr +
+// len) of the process `pid`. Errors: kInvalid (the pin is another process's,
+// covers another range, or is read-only for a `writable` MR), kPermission (the
+// module refuses the mapping: burstd holds no registration; the caller may fall
+// back to cross-memory). On success out->mode is kPinned.
+core::Status map_pin_range(int fd, pid_t pid, uint64_t addr, uint64_t len, bool writable,
+                           AppMapping* out);
 // Whether the address space behind `maps_fd` still exists (false once its
 // process exec'd or exited: its maps read empty). Cheap: reads one record.
 bool address_space_alive(int maps_fd);

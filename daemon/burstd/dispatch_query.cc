@@ -215,6 +215,7 @@ int op_query_counters(Call& c) {
   if (all) {
     for (auto& pc : device.port_counters()) sum.push_back(std::move(pc));
     if (c.d.cm() != nullptr) c.d.cm()->counters(&sum);  // cm.*, cma.*
+    c.res.mr_counters(&sum);                             // mr.*: memory modes
   }
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(sum.size(), BURST_CTL_MAX_COUNTERS));
   auto* r = c.response<burst_ctl_counters_resp>(ctl::list_length(BURST_CTL_OP_QUERY_COUNTERS, n));

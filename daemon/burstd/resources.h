@@ -139,6 +139,10 @@ class Resources {
   // process `pid` (*qp_type: its IBV_QPT_*).
   bool qp_of_pid(pid_t pid, uint32_t qpn, uint8_t* qp_type) const;
 
+  // mr.{cross_memory,zero_copy,pinned}[_bytes]: live MRs by how burstd reaches
+  // their memory (burstctl counters).
+  void mr_counters(std::vector<std::pair<std::string, uint64_t>>* out) const;
+
   // QPs with qpn >= start, ascending, at most max; *total = QPs listed in all
   // pages, *next = start of the next page (0 if none). only_uid >= 0: only the
   // QPs of that user's clients (what an unprivileged burstctl sees).

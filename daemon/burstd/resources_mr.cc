@@ -37,7 +37,30 @@ int check_mr_args(uint32_t access, uint64_t addr, uint64_t length) {
   return 0;
 }
 
+// What REG_MR reports: kmod for pinned pages, shm for another zero-copy mapping
+// (a shared file or a dma-buf), cma through the client's memory space.
+uint8_t memory_mode_of(const AppMapping& m, uint32_t space) {
+  if (space != 0) return BURST_CTL_MEM_CMA;
+  return m.mode == AppMapping::Mode::kPinned ? BURST_CTL_MEM_KMOD : BURST_CTL_MEM_SHM;
+}
+
 }  // namespace
+
+void Resources::mr_counters(std::vector<std::pair<std::string, uint64_t>>* out) const {
+  uint64_t n[3] = {}, bytes[3] = {};
+  for (const auto& [id, c] : clients_) {
+    for (const auto& [h, mr] : c.mrs) {
+      const auto m = static_cast<size_t>(mr.mapping.mode);
+      ++n[m];
+      bytes[m] += mr.bytes;
+    }
+  }
+  static constexpr const char* kNames[] = {"cross_memory", "zero_copy", "pinned"};
+  for (size_t m = 0; m < 3; ++m) {
+    out->emplace_back(std::string("mr.") + kNames[m], n[m]);
+    out->emplace_back(std::string("mr.") + kNames[m] + "_bytes", bytes[m]);
+  }
+}
 
 int Resources::map_mr_range(Client& c, uint64_t addr, uint64_t length, uint32_t access,
                             int file_fd, uint64_t charged, Mr* mr, uint8_t** host) {
@@ -52,13 +75,22 @@ int Resources::map_mr_range(Client& c, uint64_t addr, uint64_t length, uint32_t 
   }
   mr->bytes = bytes;
   const bool writable = (access & core::kAccessLocalWrite) != 0;
-  if (core::Status s = map_app_range(c.maps_fd, file_fd, addr, length, writable, &mr->mapping);
+  const bool pin = file_fd >= 0 && is_kmod_pin(file_fd);
+  if (core::Status s =
+          map_app_range(c.maps_fd, pin ? -1 : file_fd, addr, length, writable, &mr->mapping);
       !s.ok()) {
     BURSTD_DEBUG("REG_MR 0x%llx+%llu: %s", static_cast<unsigned long long>(addr),
                  static_cast<unsigned long long>(length), std::strerror(s.to_errno()));
     return EFAULT;
   }
-  const bool zero_copy = mr->mapping.mode == AppMapping::Mode::kZeroCopy;
+  if (pin && length != 0) {
+    // The module's pin of exactly this range of this client, mapped in place;
+    // refused to a burstd without a registration: cross-memory then.
+    core::Status s = map_pin_range(file_fd, c.pid, addr, length, writable, &mr->mapping);
+    if (!s.ok() && s.errc() != core::Errc::kPermission) return EINVAL;
+    if (!s.ok()) BURSTD_DEBUG("REG_MR: the pin cannot be mapped (no kmod registration)");
+  }
+  const bool zero_copy = mr->mapping.mode != AppMapping::Mode::kCrossMemory;
   // Cross-memory needs the client's /proc/self/mem (a client that could not
   // open it can register only the file-backed shared memory it sends).
   if (!zero_copy && length != 0 && c.space == 0) {
@@ -88,7 +120,7 @@ int Resources::reg_mr(uint32_t client, const burst_ctl_reg_mr_req& req, int file
   if (int e = map_mr_range(*c, req.addr, req.length, req.access, file_fd, 0, &mr, &host); e != 0) {
     return e;
   }
-  const bool zero_copy = mr.mapping.mode == AppMapping::Mode::kZeroCopy;
+  const bool zero_copy = mr.mapping.mode != AppMapping::Mode::kCrossMemory;
   return install_mr(*c, pd->second, mr, host, req.iova, req.length, zero_copy ? 0 : c->space,
                     resp);
 }
@@ -113,7 +145,7 @@ int Resources::install_mr(Client& c, Pd& pd, Mr& mr, uint8_t* host, uint64_t iov
   resp->mr_handle = handle;
   resp->lkey = lkey;
   resp->rkey = rkey;
-  resp->memory_mode = space == 0 ? BURST_CTL_MEM_SHM : BURST_CTL_MEM_CMA;
+  resp->memory_mode = memory_mode_of(mr.mapping, space);
   return 0;
 }
 
@@ -181,7 +213,7 @@ int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int 
       e != 0) {
     return e;
   }
-  const bool zero_copy = next.mapping.mode == AppMapping::Mode::kZeroCopy;
+  const bool zero_copy = next.mapping.mode != AppMapping::Mode::kCrossMemory;
   uint32_t lkey = 0, rkey = 0;
   core::Status s = device_.mrs().rereg_mr(mr->lkey, pd->second.pd, host, req.iova, req.length,
                                           access, zero_copy ? 0 : c->space,
@@ -190,7 +222,7 @@ int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int 
     unmap_app_range(&next.mapping);
     return s.to_errno();  // EBUSY with windows bound; the MR is as it was
   }
-  if (mr->mapping.mode == AppMapping::Mode::kZeroCopy) quiesce_workers();
+  if (mr->mapping.mode != AppMapping::Mode::kCrossMemory) quiesce_workers();
   unmap_app_range(&mr->mapping);
   next.lkey = lkey;
   c->mr_bytes = c->mr_bytes - mr->bytes + next.bytes;
@@ -200,13 +232,13 @@ int Resources::rereg_mr(uint32_t client, const burst_ctl_rereg_mr_req& req, int 
   resp->mr_handle = req.mr_handle;
   resp->lkey = lkey;
   resp->rkey = rkey;
-  resp->memory_mode = zero_copy ? BURST_CTL_MEM_SHM : BURST_CTL_MEM_CMA;
+  resp->memory_mode = memory_mode_of(next.mapping, zero_copy ? 0 : c->space);
   return 0;
 }
 
 void Resources::release_mr(Mr& mr) {
   if (mr.lkey != 0) (void)device_.mrs().dereg_mr(mr.lkey);
-  if (mr.mapping.mode == AppMapping::Mode::kZeroCopy) {
+  if (mr.mapping.mode != AppMapping::Mode::kCrossMemory) {
     quiesce_workers();  // a worker may hold a pointer into the mapping until its loop ends
   }
   unmap_app_range(&mr.mapping);
@@ -233,7 +265,9 @@ int op_reg_mr(Call& c) {
   auto* r = c.response<burst_ctl_reg_mr_resp>();
   const int err = c.res.reg_mr(c.s.id, req, c.in_fds[0], r);  // the file stays with the dispatcher
   c.what = "mr " + std::to_string(r->mr_handle) + " len " + std::to_string(req.length) +
-           (r->memory_mode == BURST_CTL_MEM_SHM ? " zero-copy" : " cross-memory");
+           (r->memory_mode == BURST_CTL_MEM_KMOD  ? " pinned"
+            : r->memory_mode == BURST_CTL_MEM_SHM ? " zero-copy"
+                                                  : " cross-memory");
   return err;
 }
 

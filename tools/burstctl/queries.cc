@@ -105,12 +105,41 @@ class Session {
   burst_ctl_hello_resp hello_{};
 };
 
+// Live MRs by how burstd reaches their memory (counters mr.*): kmod-pin (pages
+// the kernel assistant pinned, mapped in place), file (the file behind a shared
+// mapping, or a dma-buf, mapped in place), mem-fd (the client's /proc/self/mem).
+struct MrModes {
+  const char* name;
+  const char* counter;
+  uint64_t mrs = 0;
+  uint64_t bytes = 0;
+};
+std::vector<MrModes> mr_modes(Session& s) {
+  std::vector<MrModes> m = {
+      {"kmod-pin", "mr.pinned"}, {"file", "mr.zero_copy"}, {"mem-fd", "mr.cross_memory"}};
+  burst_ctl_query_counters_req req{};
+  req.worker = BURST_CTL_ALL_WORKERS;
+  auto r = std::make_unique<burst_ctl_counters_resp>();
+  if (!s.call(BURST_CTL_OP_QUERY_COUNTERS, &req, r.get())) return {};
+  for (uint32_t i = 0; i < r->count; ++i) {
+    const std::string name = ctl::get_str(r->entries[i].name);
+    for (auto& e : m) {
+      if (name == e.counter) e.mrs = r->entries[i].value;
+      if (name == std::string(e.counter) + "_bytes") e.bytes = r->entries[i].value;
+    }
+  }
+  return m;
+}
+
 int show_status_view(Session& s, const StatusOptions& o) {
   burst_ctl_query_status_req req{};
   burst_ctl_status_resp r{};
   if (!s.call(BURST_CTL_OP_QUERY_STATUS, &req, &r)) return 1;
   const std::string netdev = ctl::get_str(r.netdev);
+  const std::vector<MrModes> modes = mr_modes(s);
   if (o.json) {
+    json mrs = json::object();
+    for (const auto& m : modes) mrs[m.name] = {{"mrs", m.mrs}, {"bytes", m.bytes}};
     json j = {{"version", ctl::get_str(r.version)},
               {"pid", r.pid},
               {"uptime_ms", r.uptime_ms},
@@ -126,6 +155,7 @@ int show_status_view(Session& s, const StatusOptions& o) {
               {"queues", r.queues},
               {"xdp_prog_id", r.xdp_prog_id},
               {"memory_mode", ctl::memory_mode_name(r.memory_mode)},
+              {"mrs", mrs},
               {"clients", r.clients},
               {"pds", r.pds},
               {"cqs", r.cqs},
@@ -150,6 +180,15 @@ int show_status_view(Session& s, const StatusOptions& o) {
   }
   std::printf("backend  %s, %u queues, %u workers\n", backend.c_str(), r.queues, r.workers);
   std::printf("memory   %s\n", ctl::memory_mode_name(r.memory_mode));
+  if (!modes.empty()) {
+    std::printf("MRs     ");
+    for (size_t i = 0; i < modes.size(); ++i) {
+      std::printf("%s %s %llu (%llu bytes)", i == 0 ? "" : ",", modes[i].name,
+                  static_cast<unsigned long long>(modes[i].mrs),
+                  static_cast<unsigned long long>(modes[i].bytes));
+    }
+    std::printf("\n");
+  }
   std::printf("clients  %u (PDs %u, CQs %u, QPs %u)\n", r.clients, r.pds, r.cqs, r.qps);
   return 0;
 }
