@@ -12,7 +12,8 @@
 # module is GPL-2.0-only (it is built into the kernel's address space and uses GPL-only kernel
 # symbols of ib_core and the mm) and follows the kernel's rule for the line's comment style
 # (Documentation/process/license-rules.rst): `// ...` in .c, `/* ... */` in .h, `# ...` in Kbuild,
-# Makefile and dkms.conf. abi/burst_kmod.h, shared with user space, keeps the project's dual licence.
+# Makefile and dkms.conf. Kernel stand-ins that tests build into the module (tests/kmod/*_stub.c)
+# follow the same rule. abi/burst_kmod.h, shared with user space, keeps the project's dual licence.
 # Usage: spdx_check.sh SOURCE_DIR   Exit: 0 pass, 1 missing or wrong lines, 77 not a git checkout.
 set -uo pipefail
 cd "${1:?usage: spdx_check.sh SOURCE_DIR}" || exit 1
@@ -30,7 +31,7 @@ is_source() {
 # The whole line a file's SPDX line must be (kmod/), or the identifier it must carry (elsewhere).
 expected() {
   case $1 in
-    kmod/*.c) echo '// SPDX-License-Identifier: GPL-2.0-only' ;;
+    kmod/*.c | tests/kmod/*_stub.c) echo '// SPDX-License-Identifier: GPL-2.0-only' ;;
     kmod/*.h) echo '/* SPDX-License-Identifier: GPL-2.0-only */' ;;
     kmod/*) echo '# SPDX-License-Identifier: GPL-2.0-only' ;;
     *) if [[ $first =~ SPDX-License-Identifier:\ GPL-2\.0-only\ OR\ BSD-2-Clause( |$) ]]; then
