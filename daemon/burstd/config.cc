@@ -72,6 +72,8 @@ constexpr Word<EventLoopKind> kEventLoops[] = {{"auto", EventLoopKind::kAuto},
                                                 {"uring", EventLoopKind::kUring},
                                                 {"epoll", EventLoopKind::kEpoll}};
 constexpr Word<bool> kOnOff[] = {{"on", true}, {"off", false}};
+constexpr Word<KmodMode> kKmodModes[] = {
+    {"auto", KmodMode::kAuto}, {"on", KmodMode::kOn}, {"off", KmodMode::kOff}};
 constexpr Word<uint8_t> kMemory[] = {{"cma", BURST_CTL_MEM_CMA}, {"shm", BURST_CTL_MEM_SHM}};
 
 // A key's parser: stores the value in its field, or returns false. A parser
@@ -217,6 +219,7 @@ constexpr Key kKeys[] = {
      "discovery, which burst does not do itself yet"},
     {"log_level", text<&Config::log_level, log_level>, "error, warning, info or debug"},
     {"event_loop", one_of<&Config::event_loop, kEventLoops>, "auto, uring or epoll"},
+    {"kmod", one_of<&Config::kmod, kKmodModes>, "auto, on or off"},
 };
 // clang-format on
 
@@ -226,6 +229,7 @@ const char* backend_kind_name(BackendKind b) { return word_of(kBackends, b, "loo
 const char* xdp_mode_name(XdpMode m) { return word_of(kXdpModes, m, "auto"); }
 const char* zero_copy_name(ZeroCopy z) { return word_of(kZeroCopy, z, "auto"); }
 const char* event_loop_name(EventLoopKind k) { return word_of(kEventLoops, k, "auto"); }
+const char* kmod_mode_name(KmodMode k) { return word_of(kKmodModes, k, "auto"); }
 
 bool have_dpdk_backend() { return port::have_backend(port::Kind::kDpdk); }
 

@@ -34,6 +34,9 @@
 //   log_level = info         # error | warning | info | debug
 //   event_loop = auto        # auto | uring | epoll: the control thread's loop (auto:
 //                            # io_uring, epoll where io_uring cannot be set up)
+//   kmod = auto              # auto | on | off: register the device with the kernel's RDMA
+//                            # core through /dev/burst (module burst, docs/kmod.md); auto:
+//                            # when /dev/burst exists; on: refuse to start without it
 //   # backend = dpdk (datapath/dpdk/dpdk_port.h):
 //   dpdk_port = net_af_packet0,iface=eth0,qpairs=2   # vdev devargs or a PCI address;
 //                            # default with a netdev: net_af_packet on it, one qpair per worker
@@ -63,6 +66,7 @@ enum class Hugepages : uint8_t { kAuto, kOn, kOff };
 enum class XdpMode : uint8_t { kAuto, kNative, kGeneric };
 enum class ZeroCopy : uint8_t { kAuto, kOn, kOff };
 enum class EventLoopKind : uint8_t { kAuto, kUring, kEpoll };
+enum class KmodMode : uint8_t { kAuto, kOn, kOff };
 
 struct Config {
   std::string netdev;
@@ -98,6 +102,7 @@ struct Config {
   uint32_t max_clients = 1024;
   std::string log_level = "info";
   EventLoopKind event_loop = EventLoopKind::kAuto;
+  KmodMode kmod = KmodMode::kAuto;  // registration with ib_core through /dev/burst
   // backend = dpdk
   std::string dpdk_port;
   std::string dpdk_eal;
@@ -141,6 +146,7 @@ const char* backend_kind_name(BackendKind b);
 const char* xdp_mode_name(XdpMode m);
 const char* zero_copy_name(ZeroCopy z);
 const char* event_loop_name(EventLoopKind k);
+const char* kmod_mode_name(KmodMode k);
 // Whether this burstd was built with the DPDK backend.
 bool have_dpdk_backend();
 

@@ -117,6 +117,7 @@ bool Device::attach_gsi(std::string* error) {
 }
 
 Device::~Device() {
+  kmod_.reset();  // the kernel's burst0 goes first: its applications get IBV_EVENT_DEVICE_FATAL
   stop();
   workers_.clear();  // engines and their queue loops first,
   port_.reset();     // then the port: queues, sockets, XDP program or DPDK port, ARP agent
@@ -137,6 +138,11 @@ void Device::start() {
 
 void Device::stop() {
   for (auto& w : workers_) w->stop();
+}
+
+void Device::set_kmod(std::unique_ptr<KmodDevice> kmod) {
+  kmod_ = std::move(kmod);
+  if (kmod_) info_.ibdev = kmod_->name();  // HELLO names the kernel's device
 }
 
 void Device::set_mcast_member(uint32_t w, bool member) {

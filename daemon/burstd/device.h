@@ -26,6 +26,7 @@
 #include "core/mr.h"
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/gsi.h"
+#include "daemon/burstd/kmod_device.h"
 #include "daemon/burstd/port_worker.h"
 #include "net/addr.h"
 #include "port/port.h"
@@ -89,6 +90,15 @@ class Device {
   // multicast frames to it (core::Handoff). Control thread.
   void set_mcast_member(uint32_t w, bool member);
 
+  // The registration with the kernel's RDMA core (kmod_device.h): nullptr when
+  // burst0 is not a kernel device (kmod = off, no module, refused). Its name()
+  // is the kernel's (HELLO reports it), its raise() delivers CQ and async
+  // events of the provider's shadow objects (native mode).
+  const KmodDevice* kmod() const { return kmod_.get(); }
+  bool kernel_registered() const { return kmod_ != nullptr; }
+  // main.cc, before the workers start and before privileges are dropped.
+  void set_kmod(std::unique_ptr<KmodDevice> kmod);
+
  private:
   Device() = default;
   // Open(): QP1's channel on worker 0's Engine, before the workers start.
@@ -101,6 +111,7 @@ class Device {
   std::unique_ptr<port::Port> port_;
   std::vector<std::unique_ptr<WorkerBase>> workers_;  // destroyed before port_
   std::unique_ptr<Gsi> gsi_;  // destroyed after the workers and the port (~Device)
+  std::unique_ptr<KmodDevice> kmod_;  // unregistered first (~Device), applications get DEVICE_FATAL
 };
 
 }  // namespace burst::burstd

@@ -256,14 +256,18 @@ int op_hello(Call& c) {
   const size_t ngids = std::min<size_t>(info.gids.size(), BURST_CTL_MAX_GIDS);
   r->gid_count = static_cast<uint16_t>(ngids);
   for (size_t i = 0; i < ngids; ++i) std::memcpy(r->gids[i], info.gids[i].data(), 16);
-  fill_limits(device.workers(), r);
-  r->max_qp = device.qps_per_worker() * device.workers();  // burstd.conf qps_per_worker
-  r->max_res_rd_atom = r->max_qp * BURST_MAX_RD_ATOMIC;
-  r->max_cq = device.cqs_per_worker();
+  fill_hello_limits(device, r);
   BURSTD_INFO("client %u: '%s' pid %d uid %u gid %u, protocol version %u", s.id, s.name.c_str(),
               static_cast<int>(s.pid), static_cast<unsigned>(s.uid), static_cast<unsigned>(s.gid),
               v);
   return 0;
+}
+
+void fill_hello_limits(const Device& device, burst_ctl_hello_resp* r) {
+  fill_limits(device.workers(), r);
+  r->max_qp = device.qps_per_worker() * device.workers();  // burstd.conf qps_per_worker
+  r->max_res_rd_atom = r->max_qp * BURST_MAX_RD_ATOMIC;
+  r->max_cq = device.cqs_per_worker();
 }
 
 }  // namespace burst::burstd

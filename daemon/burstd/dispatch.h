@@ -104,6 +104,10 @@ class Dispatcher {
 };
 
 // The counters of one worker's snapshot, by name (engine, loop, backend).
+// HELLO's device limits (abi/burst_limits.h, sized by the device's workers and
+// burstd.conf): also what burstd registers with the kernel (kmod_device.h).
+void fill_hello_limits(const Device& device, burst_ctl_hello_resp* r);
+
 void append_counters(const WorkerStats& st, std::vector<std::pair<std::string, uint64_t>>* out);
 
 }  // namespace burst::burstd

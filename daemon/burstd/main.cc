@@ -30,6 +30,7 @@
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/dispatch.h"
 #include "daemon/burstd/event_loop.h"
+#include "daemon/burstd/kmod_device.h"
 #include "daemon/burstd/log.h"
 #include "daemon/burstd/privileges.h"
 #include "daemon/burstd/resources.h"
@@ -229,6 +230,10 @@ int run(int argc, char** argv) {
   if (!device) return fail(explain_port_error(config, err));
   BURSTD_INFO("%s", describe(*device).c_str());
   if (!device->info().notes.empty()) BURSTD_INFO("%s", device->info().notes.c_str());
+  // The kernel's RDMA core: REGISTER needs CAP_NET_ADMIN, so before the drop.
+  std::unique_ptr<KmodDevice> kmod;
+  if (!setup_kmod(config, *device, &kmod, &err)) return fail(err);
+  device->set_kmod(std::move(kmod));
   // The port is open and the socket bound: keep only what the run time needs,
   // before the workers exist (they inherit the control thread's sets).
   std::string caps;
