@@ -182,8 +182,9 @@ elif ((!HAVE_PIN)); then
 elif [[ -z $STATS ]]; then
   skip zero_copy "tests/kmod/pin_test.c did not build (its --stats)"; skip app_kill "(pin_test)"
 else
-  # An ib_write_bw server has registered its MR and waits for a client that never comes.
-  guest_spawn -t 120 vm1 "$(in_root timeout 110 ib_write_bw -d burst0 -x 1 -F -s 65536 -p 18600)" >/dev/null
+  # An ibv_rc_pingpong server has registered its (malloc'd) buffer and waits for a client that
+  # never comes (perftest's servers register only after the client connected).
+  guest_spawn -t 120 vm1 "$(in_root timeout 110 ibv_rc_pingpong -d burst0 -g 1 -p 18600)" >/dev/null
   T=60 ra "i=0; while [ \$i -lt 200 ]; do
       $ROOT$STATS --stats | grep -qv '^pins 0 ' && exit 0; i=\$((i + 1)); sleep 0.2; done; exit 1"
   st=$(ra "$ROOT$STATS --stats")
@@ -193,7 +194,7 @@ else
   else
     fail zero_copy "burstctl status: '$mrs'; module: $st"
   fi
-  T=60 ra "kill -9 \$(pidof ib_write_bw); i=0; while [ \$i -lt 200 ]; do
+  T=60 ra "kill -9 \$(pidof ibv_rc_pingpong); i=0; while [ \$i -lt 200 ]; do
       $ROOT$STATS --stats | grep -q '^pins 0 pinned_pages 0 mappings 0' && exit 0
       i=\$((i + 1)); sleep 0.1; done; exit 1"
   st=$(ra "$ROOT$STATS --stats")
