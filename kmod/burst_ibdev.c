@@ -30,8 +30,15 @@
 #define BURST_PHYS_STATE_LINK_UP 5
 #define BURST_PHYS_STATE_DISABLED 3
 
-static LIST_HEAD(burst_devices); /* every registration, under burst_devices_lock */
-static DEFINE_MUTEX(burst_devices_lock);
+/*
+ * Every registration is on burst_devices (under the spinlock burst_devices_lock: the netdev
+ * notifier runs under RTNL, which ib_register_device takes, so no mutex of ours may be held
+ * across both);
+ * burst_register_lock serialises registrations (the EEXIST check and the add).
+ */
+static LIST_HEAD(burst_devices);
+static DEFINE_SPINLOCK(burst_devices_lock);
+static DEFINE_MUTEX(burst_register_lock);
 
 static int burst_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 			      struct ib_udata *udata)
@@ -293,21 +300,62 @@ static bool burst_netdev_taken(struct net_device *nd)
 {
 	struct burst_ibdev *it;
 
-	lockdep_assert_held(&burst_devices_lock);
+	bool taken = false;
+
+	lockdep_assert_held(&burst_register_lock);
+	spin_lock(&burst_devices_lock);
 	list_for_each_entry(it, &burst_devices, node) {
-		if (it->netdev == nd)
-			return true;
+		if (it->netdev == nd && !READ_ONCE(it->netdev_released)) {
+			taken = true;
+			break;
+		}
 	}
-	return false;
+	spin_unlock(&burst_devices_lock);
+	return taken;
 }
 
 static void burst_ibdev_free(struct burst_ibdev *bi)
 {
-	netdev_put(bi->netdev, &bi->netdev_tracker);
+	if (!bi->netdev_released)
+		netdev_put(bi->netdev, &bi->netdev_tracker);
 	put_pid(bi->owner);
 	put_pid_ns(bi->pid_ns);
 	ib_dealloc_device(&bi->ibdev);
 }
+
+/*
+ * The netdev is being unregistered: unregister the ib_device and drop our reference, or the netdev
+ * would wait for burstd to exit (as rxe does on NETDEV_UNREGISTER). The registration stays until
+ * its descriptor is closed; applications got IBV_EVENT_DEVICE_FATAL.
+ */
+static void burst_netdev_gone(struct work_struct *work)
+{
+	struct burst_ibdev *bi = container_of(work, struct burst_ibdev, netdev_gone);
+
+	ib_unregister_device(&bi->ibdev);
+	netdev_put(bi->netdev, &bi->netdev_tracker);
+	WRITE_ONCE(bi->netdev_released, true);
+}
+
+static int burst_netdev_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct net_device *nd = netdev_notifier_info_to_dev(ptr);
+	struct burst_ibdev *it;
+
+	if (event != NETDEV_UNREGISTER)
+		return NOTIFY_DONE;
+	spin_lock(&burst_devices_lock);
+	list_for_each_entry(it, &burst_devices, node) {
+		if (it->netdev == nd)
+			schedule_work(&it->netdev_gone);
+	}
+	spin_unlock(&burst_devices_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block burst_netdev_notifier = {
+	.notifier_call = burst_netdev_event,
+};
 
 /* Allocates bi for req on nd (held by the caller through bi's tracker once bi exists). */
 static struct burst_ibdev *burst_ibdev_alloc(const struct burst_kmod_register *req)
@@ -321,6 +369,7 @@ static struct burst_ibdev *burst_ibdev_alloc(const struct burst_kmod_register *r
 	bi->owner = get_task_pid(current, PIDTYPE_TGID);
 	bi->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	INIT_LIST_HEAD(&bi->node);
+	INIT_WORK(&bi->netdev_gone, burst_netdev_gone);
 	burst_shadows_init(bi);
 	bi->ibdev.node_type = RDMA_NODE_IB_CA;
 	bi->ibdev.phys_port_cnt = 1;
@@ -336,7 +385,7 @@ static int burst_ibdev_add(struct burst_ibdev *bi, struct net_device *nd, const 
 {
 	int ret;
 
-	mutex_lock(&burst_devices_lock);
+	mutex_lock(&burst_register_lock);
 	if (burst_netdev_taken(nd)) {
 		ret = -EEXIST;
 		goto out;
@@ -347,18 +396,22 @@ static int burst_ibdev_add(struct burst_ibdev *bi, struct net_device *nd, const 
 	ret = ib_register_device(&bi->ibdev, name, NULL);
 	if (ret)
 		goto out;
+	spin_lock(&burst_devices_lock);
 	list_add_tail(&bi->node, &burst_devices);
+	spin_unlock(&burst_devices_lock);
 	atomic64_inc(&burst_counters.devices);
 out:
-	mutex_unlock(&burst_devices_lock);
+	mutex_unlock(&burst_register_lock);
 	return ret;
 }
 
 static void burst_ibdev_remove(struct burst_ibdev *bi)
 {
-	mutex_lock(&burst_devices_lock);
+	spin_lock(&burst_devices_lock);
 	list_del_init(&bi->node);
-	mutex_unlock(&burst_devices_lock);
+	spin_unlock(&burst_devices_lock);
+	/* it may have unregistered already: then ib_unregister_device is a no-op */
+	cancel_work_sync(&bi->netdev_gone);
 	/* uverbs disassociates open contexts (IBV_EVENT_DEVICE_FATAL), then shadows are gone */
 	ib_unregister_device(&bi->ibdev);
 	atomic64_dec(&burst_counters.devices);
@@ -470,20 +523,20 @@ bool burst_current_is_daemon(void)
 	struct burst_ibdev *it;
 	bool found = false;
 
-	mutex_lock(&burst_devices_lock);
+	spin_lock(&burst_devices_lock);
 	list_for_each_entry(it, &burst_devices, node) {
 		if (it->owner == me) {
 			found = true;
 			break;
 		}
 	}
-	mutex_unlock(&burst_devices_lock);
+	spin_unlock(&burst_devices_lock);
 	return found;
 }
 
 int burst_ibdev_init(void)
 {
-	return 0;
+	return register_netdevice_notifier(&burst_netdev_notifier);
 }
 
 /* Every registration holds the module (its descriptor's fops.owner): none is left here. */
@@ -495,4 +548,5 @@ void burst_ibdev_exit(void)
 		WARN_ON_ONCE(1);
 		burst_ibdev_remove(bi);
 	}
+	unregister_netdevice_notifier(&burst_netdev_notifier);
 }

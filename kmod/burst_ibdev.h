@@ -13,6 +13,7 @@
 #include <linux/pid.h>
 #include <linux/pid_namespace.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
 
 #include "burst.h"
@@ -29,6 +30,8 @@ struct burst_ibdev {
 	struct burst_kmod_device_attr attr;
 	char socket_path[BURST_KMOD_SOCKET_MAX];
 	struct list_head node; /* burst_devices */
+	struct work_struct netdev_gone; /* the netdev unregisters: so does the ib_device */
+	bool netdev_released; /* netdev_gone ran: the netdev reference is dropped */
 	spinlock_t shadow_lock; /* shadows; held while a raised event is delivered */
 	DECLARE_HASHTABLE(shadows, BURST_SHADOW_HASH_BITS);
 	struct ida qpn_ida; /* qp_num of shadow QPs (restrack needs one per QP) */
