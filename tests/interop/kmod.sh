@@ -53,11 +53,12 @@ done
 export INTEROP_HOST_ROOT=1
 interop_netns_up
 interop_deadline "${KMOD_DEADLINE:-420}"
-KOUT=$INTEROP_RUN/kmod
+# Under the build tree, not $INTEROP_RUN: the guest sees the host's / over 9p, but not its /tmp mount.
+KOUT=$BUILD/kmod-accept
 kmod_build "$SRC" "$KOUT" "$KDIR" -s >"$INTEROP_RUN/kbuild.log" 2>&1 ||
   { tail -30 "$INTEROP_RUN/kbuild.log"; ifail "the module does not build against $KDIR"; }
 KO=$KOUT/kmod/burst.ko
-STATS=$INTEROP_RUN/kmod_stats
+STATS=$KOUT/pin_stats
 cc -std=gnu11 -O2 -Wall -I"$SRC" -o "$STATS" "$SRC/tests/kmod/pin_test.c" 2>"$INTEROP_RUN/cc.log" ||
   STATS=  # (pin_test --stats prints the module's counters; without it app_kill skips)
 
