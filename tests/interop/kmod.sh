@@ -23,7 +23,7 @@
 # i17-native; the pinned MRs: i17-pin; burstd's registration: i17-ibdev).
 # Usage (root, one guest user at a time): flock /work/guest.lock tests/interop/kmod.sh [BUILD_DIR]
 # Exit 0 pass (no FAIL), 1 fail, 77 skipped (not root, no qemu or headers, no guest boots).
-# Bounded by KMOD_DEADLINE (s, default 420).
+# Bounded by KMOD_DEADLINE (s, default 600; counted from the first guest's boot, after the build).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -50,18 +50,18 @@ for f in $(sed -n 's/^burst-y *:= *//p' "$SRC/kmod/Kbuild"); do
   [[ -f $SRC/kmod/${f%.o}.c ]] || iskip "kmod/${f%.o}.c is not in this tree (i17-ibdev / i17-pin)"
 done
 
-export INTEROP_HOST_ROOT=1
-interop_netns_up
-interop_deadline "${KMOD_DEADLINE:-420}"
 # Under the build tree, not $INTEROP_RUN: the guest sees the host's / over 9p, but not its /tmp mount.
 KOUT=$BUILD/kmod-accept
-kmod_build "$SRC" "$KOUT" "$KDIR" -s >"$INTEROP_RUN/kbuild.log" 2>&1 ||
-  { tail -30 "$INTEROP_RUN/kbuild.log"; ifail "the module does not build against $KDIR"; }
+kmod_build "$SRC" "$KOUT" "$KDIR" -s >"$KOUT.log" 2>&1 ||
+  { tail -30 "$KOUT.log"; ifail "the module does not build against $KDIR"; }
 KO=$KOUT/kmod/burst.ko
 STATS=$KOUT/pin_stats
-cc -std=gnu11 -O2 -Wall -I"$SRC" -o "$STATS" "$SRC/tests/kmod/pin_test.c" 2>"$INTEROP_RUN/cc.log" ||
+cc -std=gnu11 -O2 -Wall -I"$SRC" -o "$STATS" "$SRC/tests/kmod/pin_test.c" 2>"$KOUT.cc.log" ||
   STATS=  # (pin_test --stats prints the module's counters; without it app_kill skips)
 
+export INTEROP_HOST_ROOT=1
+interop_netns_up
+interop_deadline "${KMOD_DEADLINE:-600}"
 AIP=$INTEROP_SUBNET.51
 BIP=$INTEROP_SUBNET.52
 ROOT=/mnt/hostroot
