@@ -116,7 +116,7 @@ static int burst_get_port_immutable(struct ib_device *ibdev, u32 port,
 	im->pkey_tbl_len = 1;
 	im->gid_tbl_len = BURST_GID_TBL_LEN;
 	im->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
-	im->max_mad_size = IB_MGMT_MAD_SIZE;
+	im->max_mad_size = 0; /* no MAD capability: ib_core requires 0 (verify_immutable) */
 	return 0;
 }
 

@@ -149,7 +149,8 @@ bool setup_kmod(const Config& config, const Device& device, std::unique_ptr<Kmod
   }
   if (config.kmod == KmodMode::kOn) {
     *error = origin_prefix(config, "kmod") + "kmod = on: " + why +
-             " (fix: load the module, modprobe burst, or set kmod = auto)";
+             (absent ? " (fix: load the module, modprobe burst, or set kmod = auto)"
+                     : " (fix: see above, or set kmod = auto)");
     return false;
   }
   if (absent || device.info().ifindex == 0) {

@@ -20,6 +20,7 @@
 #include "daemon/burstd/config.h"
 #include "daemon/burstd/device.h"
 #include "daemon/burstd/dispatch.h"
+#include "daemon/burstd/kmod_device.h"
 #include "daemon/burstd/resources.h"
 #include "daemon/burstd/watchdog.h"
 #include "abi/burst_ctl_proto.h"
@@ -207,6 +208,57 @@ TEST(BurstdConfig, ParsesKeysAndReportsLines) {
   EXPECT_FALSE(validate_config(x, &err));
   EXPECT_NE(err.find("--netdev"), std::string::npos);
   std::remove(path.c_str());
+}
+
+// kmod = auto | on | off (docs/kmod.md).
+TEST(BurstdConfig, KmodKey) {
+  Config c;
+  std::string err;
+  EXPECT_EQ(c.kmod, KmodMode::kAuto);
+  ASSERT_TRUE(set_config_value(&c, "kmod", "on", &err)) << err;
+  EXPECT_EQ(c.kmod, KmodMode::kOn);
+  ASSERT_TRUE(set_config_value(&c, "kmod", "off", &err)) << err;
+  EXPECT_EQ(c.kmod, KmodMode::kOff);
+  EXPECT_FALSE(set_config_value(&c, "kmod", "yes", &err));
+  EXPECT_STREQ(kmod_mode_name(KmodMode::kAuto), "auto");
+}
+
+// Where /dev/burst does not exist (this host cannot load modules): kmod = auto
+// starts unregistered, kmod = on refuses to start; the attributes burstd would
+// register are HELLO's limits.
+TEST(BurstdKmod, WithoutTheModule) {
+  if (access(BURST_KMOD_DEVICE_PATH, F_OK) == 0) GTEST_SKIP() << "/dev/burst exists here";
+  Config c;
+  c.backend = BackendKind::kLoopback;
+  c.workers = 2;
+  std::string err;
+  std::unique_ptr<Device> dev = Device::Open(c, &err);
+  ASSERT_NE(dev, nullptr) << err;
+  std::unique_ptr<KmodDevice> k;
+  EXPECT_TRUE(setup_kmod(c, *dev, &k, &err));
+  EXPECT_EQ(k, nullptr);
+  c.kmod = KmodMode::kOff;
+  EXPECT_TRUE(setup_kmod(c, *dev, &k, &err));
+  EXPECT_EQ(k, nullptr);
+  c.kmod = KmodMode::kOn;
+  EXPECT_FALSE(setup_kmod(c, *dev, &k, &err));
+  EXPECT_NE(err.find("kmod = on"), std::string::npos) << err;
+  EXPECT_FALSE(dev->kernel_registered());
+
+  burst_ctl_hello_resp h{};
+  fill_hello_limits(*dev, &h);
+  const burst_kmod_device_attr a = kmod_device_attr(*dev);
+  EXPECT_EQ(a.max_qp, h.max_qp);
+  EXPECT_EQ(a.max_qp, dev->qps_per_worker() * 2);
+  EXPECT_EQ(a.max_cqe, h.max_cqe);
+  EXPECT_EQ(a.max_send_sge, h.max_sge);
+  EXPECT_EQ(a.max_res_rd_atom, h.max_res_rd_atom);
+  EXPECT_EQ(a.max_total_mcast_qp_attach, h.max_total_mcast_qp_attach);
+  EXPECT_EQ(a.num_comp_vectors, 2u);
+  EXPECT_GE(a.active_mtu, 1u);
+  EXPECT_LE(a.active_mtu, 5u);
+  EXPECT_NE(a.node_guid, 0u);
+  EXPECT_EQ(a.reserved[0] | a.reserved[1], 0u);
 }
 
 // /etc/burst/burstd.conf, then /etc/burst/NETDEV.conf, with errors naming the
