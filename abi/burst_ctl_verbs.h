@@ -179,7 +179,11 @@ struct burst_ctl_reg_mr_req {
 /* REG_MR: the request carries a descriptor of the file mapped MAP_SHARED at
  * [addr, addr + length) (opened by the client, O_RDWR for a writable MR). burstd
  * maps it (zero-copy) if the client's maps show that very file (device and
- * inode) at that range; otherwise it falls back to /proc/self/mem. */
+ * inode) at that range; otherwise it falls back to /proc/self/mem. The
+ * descriptor may instead be a pin of the kernel assistant (abi/burst_kmod.h,
+ * BURST_KMOD_PIN of exactly [addr, addr + length) by the client): burstd maps
+ * the pinned pages (memory_mode BURST_CTL_MEM_KMOD) or answers EINVAL when the
+ * pin is another process's or another range's. */
 #define BURST_CTL_MR_F_FILE 0x1u
 
 /* REREG_MR (ibv_rereg_mr): flags are IBV_REREG_MR_CHANGE_* (at least one).
@@ -254,7 +258,7 @@ struct burst_ctl_reg_mr_resp {
   uint32_t mr_handle;
   uint32_t lkey;
   uint32_t rkey;
-  uint8_t memory_mode; /* enum burst_ctl_memory_mode: CMA or SHM (zero-copy) */
+  uint8_t memory_mode; /* enum burst_ctl_memory_mode: CMA, SHM or KMOD (zero-copy) */
   uint8_t reserved[3];
 };
 

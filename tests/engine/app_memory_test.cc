@@ -10,6 +10,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -314,6 +315,27 @@ TEST(AppMemory, DescriptorsDieWithTheAddressSpace) {
   kill(pid, SIGKILL);
   int st;
   waitpid(pid, &st, 0);
+}
+
+// A pin of the kernel assistant is recognised by its anonymous inode's name
+// before any ioctl goes to a client's file: other anonymous inodes, memfds and
+// regular files are not pins, and map_pin_range refuses what the module does
+// not answer for (the module itself runs only in the guest: kmod_pin.sh).
+TEST(AppMemory, KmodPinRecognisedOnlyByItsName) {
+  const int efd = eventfd(0, EFD_CLOEXEC);  // "anon_inode:[eventfd]"
+  const int mfd = memfd_create("anon_inode:[burst-pin]", MFD_CLOEXEC);
+  ASSERT_GE(efd, 0);
+  ASSERT_GE(mfd, 0);
+  EXPECT_FALSE(burstd::is_kmod_pin(efd));
+  EXPECT_FALSE(burstd::is_kmod_pin(mfd));
+  EXPECT_FALSE(burstd::is_kmod_pin(-1));
+  AppMapping m;
+  EXPECT_EQ(burstd::map_pin_range(efd, getpid(), 4096, 4096, false, &m).errc(),
+            core::Errc::kInvalid);
+  EXPECT_EQ(m.mode, AppMapping::Mode::kCrossMemory);
+  EXPECT_EQ(m.map_base, nullptr);
+  close(efd);
+  close(mfd);
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 # shared read-only (INTEROP_HOST_ROOT) and runs lib/kmod-pin-guest.sh there: pin_test, then
 # burstd + ibv_rc_pingpong and ib_write_bw with malloc'd buffers under burstctl run (MRs pinned,
 # data correct, the module's counters back to zero). KMOD_PIN_BENCH=1 adds ib_write_bw with the
-# module's pins vs BURST_KMOD_PIN=0 (the /proc/self/mem path), goodput and burstd CPU per GB.
+# module's pins vs BURST_KMOD_PIN=0 (the /proc/self/mem path), goodput and burstd CPU per GB,
+# KMOD_PIN_ROUNDS (1) alternations.
 # Usage (root): flock /work/guest.lock tests/interop/kmod_pin.sh [BUILD_DIR]
 # Exit 0 pass, 77 skipped (no guest, no headers), 1 fail. Bounded by KMOD_PIN_DEADLINE (s, 480).
 set -u
@@ -46,10 +47,10 @@ interop_deadline "${KMOD_PIN_DEADLINE:-480}"
 guest_start vm1 "$INTEROP_SUBNET.21" || iskip "the guest did not boot (logs above)"
 ROOT=/mnt/hostroot
 ilog "burst.ko, pin_test, burstd + rc_pingpong / ib_write_bw in the guest"
-guest_run -t 400 vm1 "mkdir -p $ROOT &&
+guest_run -t $((${KMOD_PIN_DEADLINE:-480} - 60)) vm1 "mkdir -p $ROOT &&
   mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,ro hostroot $ROOT ||
   { echo 'SKIP: cannot mount the host root share'; exit 77; }
-  BENCH=${KMOD_PIN_BENCH:-0} exec /usr/bin/dash $ROOT$HERE/lib/kmod-pin-guest.sh $ROOT $OUT $BURSTD $BURSTCTL"
+  BENCH=${KMOD_PIN_BENCH:-0} ROUNDS=${KMOD_PIN_ROUNDS:-1} exec /usr/bin/dash $ROOT$HERE/lib/kmod-pin-guest.sh $ROOT $OUT $BURSTD $BURSTCTL"
 rc=$?
 case $rc in
   0) echo "PASS" ;;

@@ -29,7 +29,7 @@ mount -t proc proc "$ROOT/proc" &&
 IP=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1)
 # shellcheck disable=SC2016
 exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp \
-  BENCH="${BENCH:-0}" /bin/bash -c '
+  BENCH="${BENCH:-0}" ROUNDS="${ROUNDS:-1}" /bin/bash -c '
     DIR=$1 BURSTD=$2 BURSTCTL=$3 IP=$4
     SOCK=/tmp/burstd.sock
     LD_PRELOAD=$DIR/kmod_register.so "$BURSTD" --backend loopback --netdev eth0 --socket "$SOCK" \
@@ -56,15 +56,16 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
       sleep 2
       run "${cargs[@]}" "$IP" >/tmp/$name.client 2>&1 &
       local cp=$!
-      sleep 3
-      counters >/tmp/$name.counters
+      : >/tmp/$name.counters
+      # Samples while the client runs (under TCG the applications set up for seconds).
+      while kill -0 $cp 2>/dev/null; do counters >>/tmp/$name.counters; sleep 1; done
       wait $cp; local crc=$?
       wait $sp; local src=$?
       echo "--- $name: client $crc, server $src"
-      cat /tmp/$name.counters
+      grep "^MRs" /tmp/$name.counters | sort | uniq -c
       grep -E "bytes in|^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" /tmp/$name.client /tmp/$name.server
       if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-        echo "FAIL: $name"; tail -5 /tmp/$name.client /tmp/$name.server; rc=1
+        echo "FAIL: $name"; tail -n 8 /tmp/$name.client /tmp/$name.server; rc=1
       fi
     }
     pair rc_pingpong ibv_rc_pingpong -d burst0 -g 1 -n 500 -c -- ibv_rc_pingpong -d burst0 -g 1 -n 500 -c
@@ -79,7 +80,9 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
     echo "$st" | grep -q "pins 0 pinned_pages 0 mappings 0" || { echo "FAIL: pins left"; rc=1; }
     if [ "$BENCH" = 1 ]; then
       cpu() { awk "{print \$14 + \$15}" /proc/$BPID/stat; }
-      for mode in kmod-pin mem-fd kmod-pin mem-fd; do
+      modes=""
+      for _ in $(seq "$ROUNDS"); do modes="$modes kmod-pin mem-fd"; done
+      for mode in $modes; do
         pin=1; [ $mode = mem-fd ] && pin=0
         export BURST_KMOD_PIN=$pin
         c0=$(cpu)
@@ -88,7 +91,7 @@ exec chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp
         c1=$(cpu)
         unset BURST_KMOD_PIN
         awk -v m=$mode -v t=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" "/^ *65536 / {
-            gb = \$4 * 5 / 8; printf \"BENCH %s: goodput %.2f Gb/s, burstd CPU %.2f s for %.2f GB: %.3f s/GB\\n\", m, \$4, t / hz, gb, gb > 0 ? t / hz / gb : 0; exit }" \
+            gb = \$4 * 5 / 8; printf \"BENCH %s: goodput %.3f Gb/s, burstd CPU %.2f s for %.3f GB: %.3f s/GB\\n\", m, \$4, t / hz, gb, (gb > 0 ? t / hz / gb : 0); exit }" \
           /tmp/bench-$mode.client
       done
     fi
