@@ -29,12 +29,25 @@ PKGS=(
   mmdebstrap systemd-container            # service test: burstd@.service in a Debian 12 root booted by systemd-nspawn
   debhelper dpkg-dev lintian              # the Debian package: scripts/build-deb.sh, ctest package.deb
   xdp-tools                               # interop.xdp_share: xdp-filter beside burst in libxdp's dispatcher
+  dkms dh-dkms                            # kmod.dkms; the burst-dkms package (dh-sequence-dkms)
+  linux-source-6.1                        # kmod.checkpatch: scripts/checkpatch.pl (extracted at test time into a cache)
 )
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "install-deps.sh: run as root (it calls apt-get)" >&2
   exit 1
 fi
+
+# The module's build (kmod.build, kmod.dkms, interop.kmod): the headers of the kernel the interop
+# guests boot, i.e. what linux-image-amd64 depends on (as tests/interop/lib/guest.sh picks it).
+guest_kernel=$(apt-cache depends linux-image-amd64 2>/dev/null |
+  sed -n 's/^ *Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -1)
+if [[ -z $guest_kernel ]]; then
+  apt-get update -qq
+  guest_kernel=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    sed -n 's/^ *Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -1)
+fi
+[[ -n $guest_kernel ]] && PKGS+=("linux-headers-$guest_kernel")
 
 missing=()
 for p in "${PKGS[@]}"; do

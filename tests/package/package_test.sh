@@ -8,7 +8,12 @@
 #      docs/packaging.md (its tag appears there),
 #   4. unpacked into a scratch root with dpkg -x (nothing is installed on the
 #      host), burstd --version/--help and burstctl --help run from there, and
-#      the provider loads into libibverbs without a message.
+#      the provider loads into libibverbs without a message;
+#   5. burst-dkms (Architecture all): its files are the module's DKMS source
+#      tree /usr/src/burst-VERSION (kmod/'s Kbuild, Makefile, .c and .h, the
+#      versioned dkms.conf, abi/burst_kmod.h), it depends on dkms, burst
+#      recommends it, and `dkms build` of the unpacked tree works in a scratch
+#      dkms tree (tests/kmod/dkms_test.sh; skipped there without dkms/headers).
 # The build runs in one fixed directory (default /tmp/burst-package, under a
 # lock), so that ccache finds the objects of the previous run: the first build
 # takes minutes, a rebuild of an unchanged tree far less.
@@ -100,6 +105,39 @@ ctypes.CDLL(\"libibverbs.so.1\", mode=ctypes.RTLD_GLOBAL); ctypes.CDLL(sys.argv[
 fi
 check "the provider binds IBVERBS_PRIVATE_34 only" bash -c \
   "[[ \$(objdump -T '$provider' | grep -o 'IBVERBS_PRIVATE_[0-9]*' | sort -u) == IBVERBS_PRIVATE_34 ]]"
+
+# 5. burst-dkms.
+dkms_deb=$(ls "$WORK"/src/burst-dkms_*_all.deb 2>/dev/null | head -1)
+if [[ ! -f $dkms_deb ]]; then
+  echo "FAIL: no burst-dkms_*_all.deb in $WORK/src"; fail=1
+else
+  upstream=$(dpkg-deb -f "$dkms_deb" Version | sed 's/-[^-]*$//')
+  {
+    for f in Kbuild Makefile dkms.conf abi/burst_kmod.h; do echo "/usr/src/burst-$upstream/$f"; done
+    for f in "$SRC"/kmod/*.c "$SRC"/kmod/*.h; do echo "/usr/src/burst-$upstream/${f##*/}"; done
+    echo /usr/share/doc/burst-dkms/changelog.gz
+    echo /usr/share/doc/burst-dkms/copyright
+  } | sort >"$WORK/expected-dkms.txt"
+  dpkg-deb -c "$dkms_deb" | awk '$1 !~ /^d/ {print $6}' | sed 's|^\./|/|' | sort >"$WORK/files-dkms.txt"
+  echo "== dpkg -c $(basename "$dkms_deb")"
+  dpkg-deb -c "$dkms_deb"
+  check "burst-dkms: the DKMS source tree, nothing else" diff -u "$WORK/expected-dkms.txt" "$WORK/files-dkms.txt"
+  check "burst-dkms: Architecture all" test "$(dpkg-deb -f "$dkms_deb" Architecture)" = all
+  check "burst-dkms: Depends on dkms" grep -qw dkms <<<"$(dpkg-deb -f "$dkms_deb" Depends)"
+  check "burst recommends burst-dkms" grep -qw burst-dkms <<<"$(dpkg-deb -f "$deb" Recommends)"
+  dkms_root="$WORK/root-dkms"
+  rm -rf "$dkms_root"
+  dpkg-deb -x "$dkms_deb" "$dkms_root"
+  check "burst-dkms: dkms.conf has PACKAGE_VERSION=\"$upstream\"" \
+    grep -q "^PACKAGE_VERSION=\"$upstream\"" "$dkms_root/usr/src/burst-$upstream/dkms.conf"
+  bash "$SRC/tests/kmod/dkms_test.sh" "$SRC" "$dkms_root/usr/src" >"$WORK/dkms.log" 2>&1
+  case $? in
+    0) echo "ok: dkms build of the packaged source tree ($WORK/dkms.log)" ;;
+    77) echo "note: dkms build of the packaged tree skipped: $(tail -1 "$WORK/dkms.log")" ;;
+    *) tail -30 "$WORK/dkms.log"; echo "FAIL: dkms build of the packaged source tree"; fail=1 ;;
+  esac
+  rm -rf "$dkms_root"
+fi
 
 ((fail)) && echo "package.deb: FAILED" || echo "package.deb: all checks passed"
 # The tree copy, the build and the scratch root go; the logs and the lock stay in WORK

@@ -5,9 +5,13 @@
 Checked over the files git tracks, as they are in the work tree:
   1. abi/ is the floor: its headers include only system headers and abi/ headers.
   2. provider/ includes nothing from daemon/, daemon/ nothing from provider/;
-     cm/ (protocol logic burstd runs) includes neither.
+     cm/ (protocol logic burstd runs) includes neither. kmod/ (the kernel module,
+     built by Kbuild, not CMake) includes kernel headers (<linux/...>, <rdma/...>,
+     ...), its own headers and abi/burst_kmod.h only, the way its Kbuild finds it
+     ("burst_kmod.h", no abi/ prefix: the DKMS tree carries it in its own abi/).
   3. No source file outside tests/ over MAX_FILE_LINES lines.
-  4. No function in daemon/, provider/ or cm/ over MAX_FUNCTION_LINES lines.
+  4. No function in daemon/, provider/, cm/ or kmod/ over MAX_FUNCTION_LINES lines
+     (kmod/ is kernel style, brace on its own line: the same scan finds its functions).
   5. No two source files outside tests/ share a basename (a program's main.cc
      in its own folder excepted).
 Exceptions are listed here, each with its reason; an exception that no longer
@@ -28,6 +32,8 @@ LONG_FILE_EXCEPTIONS = {}
 LONG_FUNCTION_EXCEPTIONS = {}
 SAME_BASENAME_ALLOWED = {"main.cc", "CMakeLists.txt"}
 
+# The kernel's include roots a module may use (kmod/ only).
+KERNEL_INCLUDE_ROOTS = ("linux/", "rdma/", "asm/", "uapi/", "net/", "trace/", "crypto/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 
@@ -67,6 +73,17 @@ def check_includes(root, files, errors):
                 errors.append(f"{path}:{n}: daemon/ includes {inc}")
             if top == "cm" and inc.startswith(("daemon/", "provider/")):
                 errors.append(f"{path}:{n}: cm/ includes {inc}")
+            if top == "kmod":
+                check_kmod_include(root, path, n, kind, inc, errors)
+
+
+def check_kmod_include(root, path, n, kind, inc, errors):
+    if kind == "<":
+        if not inc.startswith(KERNEL_INCLUDE_ROOTS):
+            errors.append(f"{path}:{n}: kmod/ includes <{inc}> (kernel headers only)")
+    elif not (inc == "burst_kmod.h" or
+              ("/" not in inc and os.path.isfile(os.path.join(root, "kmod", inc)))):
+        errors.append(f"{path}:{n}: kmod/ includes \"{inc}\" (its own headers and burst_kmod.h only)")
 
 
 def check_file_sizes(root, files, errors):
@@ -119,7 +136,7 @@ def functions(lines):
 def check_functions(root, files, errors):
     seen = set()
     for path in files:
-        if not path.startswith(("daemon/", "provider/", "cm/")) or not path.endswith((".cc", ".c")):
+        if not path.startswith(("daemon/", "provider/", "cm/", "kmod/")) or not path.endswith((".cc", ".c")):
             continue
         for name, first, count in functions(read_lines(root, path)):
             key = f"{path}:{name}"
@@ -128,7 +145,7 @@ def check_functions(root, files, errors):
                     seen.add(key)
                 else:
                     errors.append(f"{path}:{first}: {name} is {count} lines "
-                                  f"(at most {MAX_FUNCTION_LINES} in daemon/, provider/ and cm/)")
+                                  f"(at most {MAX_FUNCTION_LINES} in daemon/, provider/, cm/ and kmod/)")
     for key in set(LONG_FUNCTION_EXCEPTIONS) - seen:
         errors.append(f"{key}: listed as a long-function exception but is not over the limit")
 
