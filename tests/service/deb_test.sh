@@ -74,8 +74,9 @@ users_before=$(cat "$R/etc/passwd" "$R/etc/group" "$R/etc/shadow" | sha256sum)
 step "install: apt install ./$V1"
 C sh -c "cd /root && DEBIAN_FRONTEND=noninteractive apt install -y ./$V1" >"$TMP/apt1.log" 2>&1 ||
   { cat "$TMP/apt1.log"; fail "apt install ./$V1"; }
-grep -v -E "^$|^WARNING: apt does not have a stable CLI" "$TMP/apt1.log" | tail -8
-C dpkg-query -L burst | while read -r f; do [[ -f $R$f || -L $R$f ]] && echo "$f"; done >"$TMP/files"
+# What the operator sees (apt's progress counter, written without newlines, left out).
+sed -e 's/(Reading database \.\.\. [0-9]*%//g' -e '/^$/d' "$TMP/apt1.log"
+C dpkg-query -L burst | while read -r f; do [[ (-f $R$f || -L $R$f) && ! -d $R$f ]] && echo "$f"; done >"$TMP/files"
 echo "install: $(wc -l <"$TMP/files") files of $(C dpkg-query -W burst)"
 
 step "enable: systemctl enable --now burstd@eth0"
@@ -83,6 +84,8 @@ check_enable
 
 step "apps: ibv_rc_pingpong and ib_write_bw, container (burstd@eth0) -> peer"
 check_apps
+echo "apps: the client as the user sees it: burstctl run -- ib_write_bw -d burst0 -x 1 -F --report_gbits -s 65536 -n 500 10.77.0.2"
+cat "$TMP/write_bw.client"
 
 step "dpdk: backend = dpdk in /etc/burst/eth0.conf, restart"
 check_dpdk

@@ -98,9 +98,11 @@ svc_boot() {
     --console=passive --capability=CAP_BPF,CAP_IPC_LOCK,CAP_NET_ADMIN \
     --system-call-filter='bpf io_uring_setup io_uring_enter io_uring_register' >"$TMP/nspawn.log" 2>&1 &
   NSPAWN_PID=$!
-  for _ in $(seq 100); do
-    LEADER=$(ps -o pid= --ppid "$NSPAWN_PID" 2>/dev/null | head -1 | tr -d ' ')
+  # The container's PID 1 (systemd), not nspawn's short-lived intermediate child.
+  for _ in $(seq 150); do
+    LEADER=$(ps -o pid=,comm= --ppid "$NSPAWN_PID" 2>/dev/null | awk '$2 == "systemd" {print $1; exit}')
     [[ -n $LEADER ]] && break
+    kill -0 "$NSPAWN_PID" 2>/dev/null || break
     sleep 0.2
   done
   [[ -n $LEADER ]] || { cat "$TMP/nspawn.log"; fail "the container did not start"; }
