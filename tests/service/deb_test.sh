@@ -37,6 +37,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BURSTD=$BUILD/daemon/burstd/burstd
 BURSTCTL=$BUILD/tools/burstctl/burstctl
 PREFIX=deb
+CTL_SOCKET=()  # burstctl as a user types it: the only socket in /run/burst
 svc_require dpkg-deb
 if [[ -z $DEB ]]; then  # package.deb's package (it skips where it cannot build one)
   DEB=$(ls "${BURST_PACKAGE_DIR:-/tmp/burst-package}"/deb/burst_*.deb 2>/dev/null | head -1)
@@ -84,7 +85,7 @@ check_enable
 
 step "apps: ibv_rc_pingpong and ib_write_bw, container (burstd@eth0) -> peer"
 check_apps
-echo "apps: the client as the user sees it: burstctl run -- ib_write_bw -d burst0 -x 1 -F --report_gbits -s 65536 -n 500 10.77.0.2"
+echo "apps: the client as a user sees it: burstctl run -- ib_write_bw -d burst0 -x 1 -F --report_gbits -s 65536 -n 500 10.77.0.2"
 cat "$TMP/write_bw.client"
 
 step "dpdk: backend = dpdk in /etc/burst/eth0.conf, restart"
@@ -108,7 +109,7 @@ check_security
 step "upgrade: apt install ./$V2 while ibv_asyncwatch has burst0 open"
 C systemctl start burstd@eth0 && [[ $(unit_state) == active ]] || fail "start before the upgrade"
 old=$(C systemctl show -p MainPID --value burstd@eth0)
-C timeout 40 burstctl --socket /run/burst/eth0.sock run -- ibv_asyncwatch -d burst0 >"$TMP/watch.log" 2>&1 &
+C timeout 40 burstctl run -- ibv_asyncwatch -d burst0 >"$TMP/watch.log" 2>&1 &
 WATCH=$!
 SVC_EXTRA_PIDS=$WATCH
 for _ in $(seq 100); do grep -q 'async event FD' "$TMP/watch.log" && break; sleep 0.1; done

@@ -8,7 +8,9 @@
 #
 # The sourcing script sets PREFIX (names of its namespaces and scratch directory),
 # BURSTD and BURSTCTL (the build whose burstd is the peer), then calls svc_init.
-# Optional: CLIENT_ENV (array: environment of the container's burstctl), SVC_EXTRA_PIDS
+# Optional: CLIENT_ENV (array: environment of the container's burstctl), CTL_SOCKET
+# (array: burstctl's socket option in the container; default --socket /run/burst/eth0.sock,
+# empty for what a user types: burstctl finds the only socket in /run/burst), SVC_EXTRA_PIDS
 # (more background processes the cleanup kills).
 # Provides: TMP, R (the root), LEADER, C CMD (in the container), step, fail, skip,
 # unit_state, xdp_on_eth0, app, and the check_* steps.
@@ -35,6 +37,7 @@ svc_init() {
   NSPAWN_PID= LEADER= PEER_PID= R=$TMP/root
   T0=$SECONDS TSTEP=$SECONDS
   declare -p CLIENT_ENV >/dev/null 2>&1 || CLIENT_ENV=()
+  declare -p CTL_SOCKET >/dev/null 2>&1 || CTL_SOCKET=(--socket /run/burst/eth0.sock)
   trap svc_cleanup EXIT
 }
 
@@ -123,7 +126,7 @@ svc_boot() {
 check_enable() {
   C systemctl enable --now burstd@eth0 || fail "systemctl enable --now burstd@eth0"
   [[ $(unit_state) == active ]] || fail "burstd@eth0 is $(unit_state)"
-  C burstctl --socket /run/burst/eth0.sock status >"$TMP/status" 2>&1 || { cat "$TMP/status"; fail "burstctl status"; }
+  C burstctl "${CTL_SOCKET[@]}" status >"$TMP/status" 2>&1 || { cat "$TMP/status"; fail "burstctl status"; }
   head -5 "$TMP/status"
   echo "enable: program on eth0: $(xdp_on_eth0)"
   timeout 10 bash -c "until $BURSTCTL --socket $TMP/peer.sock status >/dev/null 2>&1; do sleep 0.2; done" ||
@@ -140,7 +143,7 @@ app() {
   local spid=$! crc=1
   sleep 0.5
   for _ in 1 2 3 4 5; do
-    C env "${CLIENT_ENV[@]}" timeout "$t" burstctl --socket /run/burst/eth0.sock run -- "$@" 10.77.0.2 \
+    C env "${CLIENT_ENV[@]}" timeout "$t" burstctl "${CTL_SOCKET[@]}" run -- "$@" 10.77.0.2 \
       >"$TMP/$name.client" 2>&1
     crc=$?
     grep -q -E "Couldn't connect|Connection refused|Unable to init the socket" "$TMP/$name.client" || break
@@ -211,7 +214,7 @@ check_sigkill() {
   C journalctl --no-pager -u burstd@eth0 _PID="$new" | grep -m1 "replaced stale" | cut -c1-220 ||
     fail "the restarted burstd did not report replacing the stale program"
   echo "sigkill: pid $old -> $new, $prog -> $(xdp_on_eth0)"
-  C env "${CLIENT_ENV[@]}" burstctl --socket /run/burst/eth0.sock status >/dev/null || fail "status after the restart"
+  C env "${CLIENT_ENV[@]}" burstctl "${CTL_SOCKET[@]}" status >/dev/null || fail "status after the restart"
   app rc_pingpong_again 60 ibv_rc_pingpong -d burst0 -g 1 -n 100 || fail "ibv_rc_pingpong after the restart"
   C systemctl stop burstd@eth0
 }
