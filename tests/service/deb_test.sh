@@ -57,9 +57,10 @@ mkdir -p "$TMP/v2"
 dpkg-deb -R "$DEB" "$TMP/v2/pkg" && sed -i "s/^Version: .*/Version: $version+upgrade1/" "$TMP/v2/pkg/DEBIAN/control" &&
   dpkg-deb -b "$TMP/v2/pkg" "$R/root/$V2" >/dev/null || fail "could not make the newer build"
 cp "$DEB" "$R/root/$V1"
-# Its run-time dependencies must already be in the root (no mirror is reachable there).
+# Its run-time dependencies (and the DPDK plugins it recommends) must already be in the
+# root: no mirror is reachable there.
 missing=()
-IFS=',' read -ra deps <<<"$(dpkg-deb -f "$DEB" Depends)"
+IFS=',' read -ra deps <<<"$(dpkg-deb -f "$DEB" Depends), $(dpkg-deb -f "$DEB" Recommends)"
 for d in "${deps[@]}"; do
   p=$(awk '{print $1}' <<<"$d")
   [[ -n $p ]] && ! dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${Status}' "$p" 2>/dev/null |
