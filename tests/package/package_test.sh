@@ -17,6 +17,7 @@
 # The build runs in one fixed directory (default /tmp/burst-package, under a
 # lock), so that ccache finds the objects of the previous run: the first build
 # takes minutes, a rebuild of an unchanged tree far less.
+# The .deb is kept in WORK_DIR/deb/ (ctest fixture deb_package: service.deb installs it).
 # Usage: package_test.sh SOURCE_DIR [WORK_DIR]
 # Exit: 0 pass, 1 fail, 77 skipped (dpkg-buildpackage, debhelper or lintian
 # missing, or the Build-Depends not installed: scripts/install-deps.sh).
@@ -24,6 +25,7 @@ set -uo pipefail
 SRC=${1:?usage: package_test.sh SOURCE_DIR [WORK_DIR]}
 WORK=${2:-${BURST_PACKAGE_DIR:-/tmp/burst-package}}
 
+rm -rf "$WORK/deb"  # only this run's package is handed on (service.deb skips without one)
 for tool in dpkg-buildpackage dh lintian dpkg-deb; do
   command -v "$tool" >/dev/null ||
     { echo "package.deb: skipped: $tool missing (scripts/install-deps.sh installs debhelper, lintian)"; exit 77; }
@@ -52,6 +54,10 @@ fi
 echo "ok: package built in $(($(date +%s) - start)) s ($WORK/build.log)"
 deb=$(ls "$WORK"/src/burst_*.deb | head -1)
 [[ -f $deb ]] || { echo "FAIL: no burst_*.deb in $WORK/src"; exit 1; }
+# The package stays in WORK/deb for service.deb (the ctest fixture deb_package), which
+# installs it in a Debian 12 root instead of building it a second time.
+rm -rf "$WORK/deb" && mkdir -p "$WORK/deb" && cp "$deb" "$WORK/deb/" ||
+  { echo "FAIL: cannot keep $deb in $WORK/deb"; exit 1; }
 
 # 1. The file list.
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
@@ -140,7 +146,7 @@ else
 fi
 
 ((fail)) && echo "package.deb: FAILED" || echo "package.deb: all checks passed"
-# The tree copy, the build and the scratch root go; the logs and the lock stay in WORK
+# The tree copy, the build and the scratch root go; the logs, the lock and WORK/deb stay
 # (ccache keeps the objects in its own directory). BURST_KEEP_PACKAGE=1 keeps everything.
 [[ ${BURST_KEEP_PACKAGE:-0} == 1 ]] || rm -rf "$WORK/src" "$root"
 echo "package.deb: total $(($(date +%s) - start)) s"
