@@ -63,6 +63,9 @@ missing=()
 IFS=',' read -ra deps <<<"$(dpkg-deb -f "$DEB" Depends), $(dpkg-deb -f "$DEB" Recommends)"
 for d in "${deps[@]}"; do
   p=$(awk '{print $1}' <<<"$d")
+  # burst-dkms (recommended) is this source's other package: apt leaves an unavailable
+  # recommendation out, and the service works without the module.
+  [[ $p == burst-dkms ]] && continue
   [[ -n $p ]] && ! dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${Status}' "$p" 2>/dev/null |
     grep -q 'install ok installed' && missing+=("$p")
 done
