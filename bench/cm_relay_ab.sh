@@ -9,7 +9,8 @@
 # build: system calls per connection.
 #   bench/cm_relay_ab.sh A_BUILD_DIR B_BUILD_DIR [--n N] [--w "1 16 64"] [--runs R]
 # A_BUILD_DIR / B_BUILD_DIR hold daemon/burstd/burstd and provider/libburst-shim.so (a build tree,
-# or a copy); burstctl, the provider and cm_rate come from this tree's build/default.
+# or a copy), and provider/libburst-rdmav34.so (the provider) when they have it; burstctl, cm_rate
+# (and a provider the directory lacks) come from this tree's build/default.
 # Output: a Markdown table on stdout, raw lines in $OUT. Needs root (namespaces, XDP).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,10 +47,17 @@ netns_link_ab a0 10.49.0.1 b0 10.49.0.2
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat" 2>/dev/null || echo 0; }
 
+# The provider of build dir $1 (BURST_PROVIDER), or burstctl's default.
+provider_env() {
+  if [[ -f $1/provider/libburst-rdmav34.so ]]; then echo "BURST_PROVIDER=$1/provider/libburst-rdmav34.so"
+  else echo "BURST_PROVIDER=$BUILD/provider/libburst-rdmav34.so"; fi
+}
+
 runIn() {  # NS DEV SOCK SHIM CMD...: CMD under burstctl run (a program, so GNU time can wrap it)
   local ns=$1 dev=$2 sock=$3 shim=$4
   shift 4
-  ${TIME_WRAP:-} nsenter --net=/run/netns/"$ns" env TMPDIR="$TMP" BURST_SHIM="$shim" "$BURSTCTL" run \
+  ${TIME_WRAP:-} nsenter --net=/run/netns/"$ns" env TMPDIR="$TMP" BURST_SHIM="$shim" \
+    "$(provider_env "$(dirname "$(dirname "$shim")")")" "$BURSTCTL" run \
     --netdev "$dev" --socket "$sock" -- "${CMD_ENV[@]}" "$@"
 }
 
@@ -65,7 +73,8 @@ measure() {
   pb=$BURSTD_PID
   : >"$TMP/server.log"
   # nsenter execs burstctl, which forwards TERM to the server: $! is burstctl's pid.
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$BURSTCTL" run --netdev a0 \
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$(provider_env "$dir")" \
+    "$BURSTCTL" run --netdev a0 \
     --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$RATE" -s 10.49.0.1 -p 7481 >"$TMP/server.log" 2>&1 &
   sp=$!
   BG_PIDS+=("$sp")
