@@ -64,7 +64,7 @@ runIn() {  # NS DEV SOCK SHIM CMD...: CMD under burstctl run (a program, so GNU 
 # One measurement: LABEL DIR W RUN [strace]
 measure() {
   local label=$1 dir=$2 w=$3 run=$4 trace=${5:-}
-  local shim=$dir/provider/libburst-shim.so pa pb sp line t0a t0b
+  local shim=$dir/provider/libburst-shim.so pa pb sp line t0a t0b calls
   BURSTD=$dir/daemon/burstd/burstd
   rm -f "$TMP/a.sock" "$TMP/b.sock"
   netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "A" --backend xdp --netdev a0
@@ -75,7 +75,8 @@ measure() {
   # nsenter execs burstctl, which forwards TERM to the server: $! is burstctl's pid.
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$(provider_env "$dir")" \
     "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$RATE" -s 10.49.0.1 -p 7481 >"$TMP/server.log" 2>&1 &
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" ${trace:+strace -c -f -o "$TMP/strace-srv-$label.txt"} \
+    "$RATE" -s 10.49.0.1 -p 7481 ${trace:+-n "$N"} >"$TMP/server.log" 2>&1 &
   sp=$!
   BG_PIDS+=("$sp")
   wait_for "$TMP/server.log" "listening" 20 || fail "cm_rate server did not listen"
@@ -85,7 +86,6 @@ measure() {
   if [[ -n $trace ]]; then
     runIn "$NB" b0 "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
-    local calls
     calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-$label.txt")
     echo "strace $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
     grep -E '^ *[0-9]' "$TMP/strace-$label.txt" | sort -k4 -nr | head -12 | sed "s/^/strace $label: /" >>"$OUT"
@@ -101,8 +101,14 @@ measure() {
     local dc=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb") - c0))
     echo "$label w=$w run=$run client_cpu_us=$cpu burstd_a_ticks=$da burstd_b_ticks=$db ctl_ticks=$dc hz=$hz $line" >>"$OUT"
   fi
+  [[ -n $trace ]] && timeout 20 tail --pid="$sp" -f /dev/null 2>/dev/null  # exits after N
   kill -TERM "$sp" 2>/dev/null
   timeout 5 tail --pid="$sp" -f /dev/null 2>/dev/null
+  if [[ -n $trace && -s $TMP/strace-srv-$label.txt ]]; then  # the server (passive side) too
+    calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-srv-$label.txt")
+    echo "strace server $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
+    grep -E '^ *[0-9]' "$TMP/strace-srv-$label.txt" | sort -k4 -nr | head -6 | sed "s/^/strace server $label: /" >>"$OUT"
+  fi
   kill -TERM "$pa" "$pb" 2>/dev/null
   timeout 10 tail --pid="$pa" -f /dev/null 2>/dev/null
   timeout 10 tail --pid="$pb" -f /dev/null 2>/dev/null
