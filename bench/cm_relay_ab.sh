@@ -112,6 +112,7 @@ measure() {
   kill -TERM "$pa" "$pb" 2>/dev/null
   timeout 10 tail --pid="$pa" -f /dev/null 2>/dev/null
   timeout 10 tail --pid="$pb" -f /dev/null 2>/dev/null
+  sleep 1  # the kernel lets go of the AF_XDP sockets asynchronously (EBUSY for the next burstd)
 }
 
 for ((r = 1; r <= RUNS; r++)); do
