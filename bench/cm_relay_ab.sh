@@ -42,7 +42,10 @@ mkdir -p "$(dirname "$OUT")"
 netns_pair burst-cmab
 trap 'netns_cleanup' EXIT
 netns_cmd_env
-netns_link_ab a0 10.49.0.1 b0 10.49.0.2
+# Netdev names of this run: burstd locks /run/burst/NETDEV.lock by name, across namespaces, so a
+# fixed a0/b0 collides with another engineer's test using the same names.
+DA=ra$(($$ % 100000)) DB=rb$(($$ % 100000))
+netns_link_ab "$DA" 10.49.0.1 "$DB" 10.49.0.2
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat" 2>/dev/null || echo 0; }
@@ -67,14 +70,14 @@ measure() {
   local shim=$dir/provider/libburst-shim.so pa pb sp line t0a t0b calls
   BURSTD=$dir/daemon/burstd/burstd
   rm -f "$TMP/a.sock" "$TMP/b.sock"
-  netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "A" --backend xdp --netdev a0
+  netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "A" --backend xdp --netdev "$DA"
   pa=$BURSTD_PID
-  netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "B" --backend xdp --netdev b0
+  netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "B" --backend xdp --netdev "$DB"
   pb=$BURSTD_PID
   : >"$TMP/server.log"
   # nsenter execs burstctl, which forwards TERM to the server: $! is burstctl's pid.
   nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$(provider_env "$dir")" \
-    "$BURSTCTL" run --netdev a0 \
+    "$BURSTCTL" run --netdev "$DA" \
     --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" ${trace:+strace -c -f -o "$TMP/strace-srv-$label.txt"} \
     "$RATE" -s 10.49.0.1 -p 7481 ${trace:+-n "$N"} >"$TMP/server.log" 2>&1 &
   sp=$!
@@ -84,13 +87,13 @@ measure() {
   t0b=$(cpu_ticks "$pb")
   local c0=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb")))
   if [[ -n $trace ]]; then
-    runIn "$NB" b0 "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
+    runIn "$NB" "$DB" "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
     calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-$label.txt")
     echo "strace $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
     grep -E '^ *[0-9]' "$TMP/strace-$label.txt" | sort -k4 -nr | head -12 | sed "s/^/strace $label: /" >>"$OUT"
   else
-    TIME_WRAP="perf stat -x, -e task-clock -o $TMP/time.txt" runIn "$NB" b0 "$TMP/b.sock" "$shim" \
+    TIME_WRAP="perf stat -x, -e task-clock -o $TMP/time.txt" runIn "$NB" "$DB" "$TMP/b.sock" "$shim" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
     line=$(grep -m1 '^{' "$TMP/client.out")
     local hz cpu da db
