@@ -62,6 +62,15 @@
  * acknowledgement even if no command follows (cmd BURST_CTL_CM_CMD_ACK: no
  * UCMA command, only `consumed`).
  *
+ * INIT_QP_ATTR ahead (cmd BURST_CTL_CM_CMD_INIT_QP_ATTRS, in: struct
+ * rdma_ucm_init_qp_attr): INIT_QP_ATTR for qp_state and then for every later
+ * state up to RTS, as burstd would answer each now; out[] holds one struct
+ * ib_uverbs_qp_attr (BURST_CTL_CM_QP_ATTR_BYTES) per state answered, in order,
+ * stopping at the first later state that fails (the first one's error is the
+ * command's). The shim keeps the later ones and answers librdmacm's
+ * INIT_QP_ATTR for them without a round trip until a command that may change
+ * the id is written (docs/cm.md "Fewer round trips"). A burstd without it: ENOSYS.
+ *
  * Op 45 is reserved for the connection manager.
  */
 #ifndef BURST_ABI_BURST_CTL_CM_H_
@@ -79,6 +88,8 @@
 #define BURST_CTL_CM_OPEN_PUSH 1u /* cm_open_channel_req.flags: events pushed (see above) */
 #define BURST_CTL_CM_PUSH_WINDOW 64 /* events pushed and not acknowledged, at most */
 #define BURST_CTL_CM_CMD_ACK 0xFFFFFFFFu /* cm_command_ex_req.cmd: acknowledgement only */
+#define BURST_CTL_CM_CMD_INIT_QP_ATTRS 0xFFFFFFFEu /* cm_command_ex_req.cmd: see above */
+#define BURST_CTL_CM_QP_ATTR_BYTES 144 /* sizeof(struct ib_uverbs_qp_attr) */
 #define BURST_CTL_CM_EVENT_BYTES 336     /* sizeof(struct rdma_ucm_event_resp) */
 #define BURST_CTL_CM_EVENT_ACK_ME 1u     /* burst_ctl_cm_event.flags */
 

@@ -9,7 +9,8 @@
 # build: system calls per connection.
 #   bench/cm_relay_ab.sh A_BUILD_DIR B_BUILD_DIR [--n N] [--w "1 16 64"] [--runs R]
 # A_BUILD_DIR / B_BUILD_DIR hold daemon/burstd/burstd and provider/libburst-shim.so (a build tree,
-# or a copy); burstctl, the provider and cm_rate come from this tree's build/default.
+# or a copy), and provider/libburst-rdmav34.so (the provider) when they have it; burstctl, cm_rate
+# (and a provider the directory lacks) come from this tree's build/default.
 # Output: a Markdown table on stdout, raw lines in $OUT. Needs root (namespaces, XDP).
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -41,32 +42,44 @@ mkdir -p "$(dirname "$OUT")"
 netns_pair burst-cmab
 trap 'netns_cleanup' EXIT
 netns_cmd_env
-netns_link_ab a0 10.49.0.1 b0 10.49.0.2
+# Netdev names of this run: burstd locks /run/burst/NETDEV.lock by name, across namespaces, so a
+# fixed a0/b0 collides with another engineer's test using the same names.
+DA=ra$(($$ % 100000)) DB=rb$(($$ % 100000))
+netns_link_ab "$DA" 10.49.0.1 "$DB" 10.49.0.2
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 ctl_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$1/stat" 2>/dev/null || echo 0; }
 
+# The provider of build dir $1 (BURST_PROVIDER), or burstctl's default.
+provider_env() {
+  if [[ -f $1/provider/libburst-rdmav34.so ]]; then echo "BURST_PROVIDER=$1/provider/libburst-rdmav34.so"
+  else echo "BURST_PROVIDER=$BUILD/provider/libburst-rdmav34.so"; fi
+}
+
 runIn() {  # NS DEV SOCK SHIM CMD...: CMD under burstctl run (a program, so GNU time can wrap it)
   local ns=$1 dev=$2 sock=$3 shim=$4
   shift 4
-  ${TIME_WRAP:-} nsenter --net=/run/netns/"$ns" env TMPDIR="$TMP" BURST_SHIM="$shim" "$BURSTCTL" run \
+  ${TIME_WRAP:-} nsenter --net=/run/netns/"$ns" env TMPDIR="$TMP" BURST_SHIM="$shim" \
+    "$(provider_env "$(dirname "$(dirname "$shim")")")" "$BURSTCTL" run \
     --netdev "$dev" --socket "$sock" -- "${CMD_ENV[@]}" "$@"
 }
 
 # One measurement: LABEL DIR W RUN [strace]
 measure() {
   local label=$1 dir=$2 w=$3 run=$4 trace=${5:-}
-  local shim=$dir/provider/libburst-shim.so pa pb sp line t0a t0b
+  local shim=$dir/provider/libburst-shim.so pa pb sp line t0a t0b calls
   BURSTD=$dir/daemon/burstd/burstd
   rm -f "$TMP/a.sock" "$TMP/b.sock"
-  netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "A" --backend xdp --netdev a0
+  netns_start_burstd "$NA" "$TMP/a.sock" "$TMP/burstd-a.log" "A" --backend xdp --netdev "$DA"
   pa=$BURSTD_PID
-  netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "B" --backend xdp --netdev b0
+  netns_start_burstd "$NB" "$TMP/b.sock" "$TMP/burstd-b.log" "B" --backend xdp --netdev "$DB"
   pb=$BURSTD_PID
   : >"$TMP/server.log"
   # nsenter execs burstctl, which forwards TERM to the server: $! is burstctl's pid.
-  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$BURSTCTL" run --netdev a0 \
-    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" "$RATE" -s 10.49.0.1 -p 7481 >"$TMP/server.log" 2>&1 &
+  nsenter --net=/run/netns/"$NA" env TMPDIR="$TMP" BURST_SHIM="$shim" "$(provider_env "$dir")" \
+    "$BURSTCTL" run --netdev "$DA" \
+    --socket "$TMP/a.sock" -- "${CMD_ENV[@]}" ${trace:+strace -c -f -o "$TMP/strace-srv-$label.txt"} \
+    "$RATE" -s 10.49.0.1 -p 7481 ${trace:+-n "$N"} >"$TMP/server.log" 2>&1 &
   sp=$!
   BG_PIDS+=("$sp")
   wait_for "$TMP/server.log" "listening" 20 || fail "cm_rate server did not listen"
@@ -74,14 +87,13 @@ measure() {
   t0b=$(cpu_ticks "$pb")
   local c0=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb")))
   if [[ -n $trace ]]; then
-    runIn "$NB" b0 "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
+    runIn "$NB" "$DB" "$TMP/b.sock" "$shim" strace -c -f -o "$TMP/strace-$label.txt" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
-    local calls
     calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-$label.txt")
     echo "strace $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
     grep -E '^ *[0-9]' "$TMP/strace-$label.txt" | sort -k4 -nr | head -12 | sed "s/^/strace $label: /" >>"$OUT"
   else
-    TIME_WRAP="perf stat -x, -e task-clock -o $TMP/time.txt" runIn "$NB" b0 "$TMP/b.sock" "$shim" \
+    TIME_WRAP="perf stat -x, -e task-clock -o $TMP/time.txt" runIn "$NB" "$DB" "$TMP/b.sock" "$shim" \
       "$RATE" -c 10.49.0.1 -p 7481 -n "$N" -w "$w" --json >"$TMP/client.out" 2>&1
     line=$(grep -m1 '^{' "$TMP/client.out")
     local hz cpu da db
@@ -92,11 +104,18 @@ measure() {
     local dc=$(($(ctl_ticks "$pa") + $(ctl_ticks "$pb") - c0))
     echo "$label w=$w run=$run client_cpu_us=$cpu burstd_a_ticks=$da burstd_b_ticks=$db ctl_ticks=$dc hz=$hz $line" >>"$OUT"
   fi
+  [[ -n $trace ]] && timeout 20 tail --pid="$sp" -f /dev/null 2>/dev/null  # exits after N
   kill -TERM "$sp" 2>/dev/null
   timeout 5 tail --pid="$sp" -f /dev/null 2>/dev/null
+  if [[ -n $trace && -s $TMP/strace-srv-$label.txt ]]; then  # the server (passive side) too
+    calls=$(awk '$NF == "total" {print ($(NF-1) ~ /^[0-9]+$/ && NF == 6) ? $(NF-2) : $(NF-1)}' "$TMP/strace-srv-$label.txt")
+    echo "strace server $label n=$N w=$w calls=$calls per_conn=$(awk -v c="$calls" -v n="$N" 'BEGIN{printf "%.1f", c/n}')" >>"$OUT"
+    grep -E '^ *[0-9]' "$TMP/strace-srv-$label.txt" | sort -k4 -nr | head -6 | sed "s/^/strace server $label: /" >>"$OUT"
+  fi
   kill -TERM "$pa" "$pb" 2>/dev/null
   timeout 10 tail --pid="$pa" -f /dev/null 2>/dev/null
   timeout 10 tail --pid="$pb" -f /dev/null 2>/dev/null
+  sleep 1  # the kernel lets go of the AF_XDP sockets asynchronously (EBUSY for the next burstd)
 }
 
 for ((r = 1; r <= RUNS; r++)); do

@@ -123,6 +123,11 @@ struct Qp {
   uint32_t max_send_sge, max_recv_sge, max_inline;
   const Doorbell* db;
   uint32_t khandle;  // native mode: the kernel shadow's handle
+  // The last INIT transition burstd made (its mask and attributes; init_mask 0:
+  // none since the last other transition). librdmacm's rdma_accept repeats it
+  // with the same attributes: answered here (qp_control.cc modify_qp).
+  uint32_t init_mask;
+  burst_ctl_qp_attr init_attr;
 };
 struct Mr {
   verbs_mr vmr;  // must be first (ibv_dereg_mr reads verbs_mr)

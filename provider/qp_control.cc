@@ -239,8 +239,18 @@ int modify_qp(ibv_qp* ibqp, ibv_qp_attr* attr, int attr_mask) {
   if (mask & IBV_QP_MIN_RNR_TIMER) w.min_rnr_timer = attr->min_rnr_timer;
   if (mask & IBV_QP_MAX_QP_RD_ATOMIC) w.max_rd_atomic = attr->max_rd_atomic;
   if (mask & IBV_QP_MAX_DEST_RD_ATOMIC) w.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+  // INIT -> INIT with the attributes of the last INIT transition (librdmacm's
+  // ucma_modify_qp_rtr repeats rdma_create_qp's): nothing would change, and no
+  // event moves a QP out of INIT behind the application's back.
+  const bool to_init = (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_INIT;
+  if (to_init && qp->init_mask == mask && memcmp(&qp->init_attr, &w, sizeof(w)) == 0) return 0;
+  qp->init_mask = 0;
   burst_ctl_empty_resp resp{};
   if (int e = ctl_request(ctx, BURST_CTL_OP_MODIFY_QP, &req, &resp); e != 0) return e;
+  if (to_init) {
+    qp->init_mask = mask;
+    qp->init_attr = w;
+  }
   if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
     // A reset QP's completions (its flushed work requests) go away with it,
     // as on mlx5: a QP reused after RESET reports only its new work.

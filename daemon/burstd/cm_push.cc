@@ -26,7 +26,9 @@ constexpr uint32_t kConnectRequest = 4;  // RDMA_CM_EVENT_CONNECT_REQUEST
 constexpr uint32_t kMulticastJoin = 12;  // RDMA_CM_EVENT_MULTICAST_JOIN
 constexpr uint32_t kMulticastError = 13;
 constexpr int kPushSndbuf = 256 * 1024;  // the window's events with room to spare
+constexpr uint32_t kQpsRts = 3;          // IB_QPS_RTS: the last state INIT_QP_ATTR serves
 static_assert(sizeof(rdma_ucm_event_resp) == BURST_CTL_CM_EVENT_BYTES);
+static_assert(sizeof(ib_uverbs_qp_attr) == BURST_CTL_CM_QP_ATTR_BYTES);
 
 template <class T>
 bool read_in(const void* in, size_t in_len, T* v) {
@@ -49,6 +51,28 @@ void add_dead(CmChannels::ExResult* ex, uint64_t seq) {
 }
 
 }  // namespace
+
+// BURST_CTL_CM_CMD_INIT_QP_ATTRS: INIT_QP_ATTR for the state asked and each
+// later one up to RTS, one ib_uverbs_qp_attr each; the first one's error is
+// the answer, a later one's ends the list.
+int CmService::init_qp_attrs(uint32_t channel, const void* in, size_t in_len, void* out,
+                             size_t out_len) {
+  rdma_ucm_init_qp_attr q;
+  if (!read_in(in, in_len, &q)) return -EINVAL;
+  auto* o = static_cast<uint8_t*>(out);
+  int total = 0;
+  const uint32_t first = q.qp_state;
+  for (uint32_t s = first; s == first || s <= kQpsRts; ++s) {
+    if (static_cast<size_t>(total) + sizeof(ib_uverbs_qp_attr) > out_len) break;
+    q.qp_state = s;
+    const int r = cma_->command(channel, RDMA_USER_CM_CMD_INIT_QP_ATTR, &q, sizeof(q),
+                                o + total, sizeof(ib_uverbs_qp_attr));
+    if (r < 0) return total == 0 ? r : total;
+    if (r != static_cast<int>(sizeof(ib_uverbs_qp_attr))) break;
+    total += r;
+  }
+  return total;
+}
 
 int CmService::open_push_channel(uint32_t channel, pid_t pid, int sock) {
   if (channels_.count(channel) != 0) {
@@ -254,6 +278,8 @@ int CmService::command_ex(uint32_t channel, uint32_t cmd, uint64_t consumed,
     r = 0;
   } else if (cmd == RDMA_USER_CM_CMD_GET_EVENT) {
     r = -EINVAL;  // the shim takes events from the socket
+  } else if (cmd == BURST_CTL_CM_CMD_INIT_QP_ATTRS) {
+    r = init_qp_attrs(channel, in, in_len, out, out_len);
   } else if (cmd == RDMA_USER_CM_CMD_MIGRATE_ID) {
     r = migrate_pushed(channel, source_consumed, in, in_len, out, out_len, ex);
   } else {

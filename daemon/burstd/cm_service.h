@@ -135,6 +135,7 @@ class CmService final : public CmChannels, public cm::IbCmHost, public cm::CmaHo
                     const void* out, int r);
   int drop_unreported(uint32_t channel, Channel& c, uint32_t cmd, const void* in, size_t in_len,
                       void* out, int r, ExResult* ex);
+  int init_qp_attrs(uint32_t channel, const void* in, size_t in_len, void* out, size_t out_len);
   int migrate_pushed(uint32_t to, uint64_t source_consumed, const void* in, size_t in_len,
                      void* out, size_t out_len, ExResult* ex);
   void on_gsi_readable();  // drains QP1's MADs into the IbCm

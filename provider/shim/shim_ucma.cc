@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "abi/burst_ctl_proto.h"
+#include "provider/shim/shim_qp_attrs.h"
 #include "provider/shim/shim_rdma_cm.h"
 
 namespace burst::shim {
@@ -143,6 +144,15 @@ int relay_ex(int slot, const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, uint8_t
   burst_ctl_cm_command_ex_req req{};
   req.cmd = hdr.cmd;
   req.out_len = static_cast<uint16_t>(out_len);
+  // INIT_QP_ATTR: the later states' answers too, kept for the next ones (shim_qp_attrs.cc).
+  const bool ahead = hdr.cmd == RDMA_USER_CM_CMD_INIT_QP_ATTR && qpa_enabled() &&
+                     hdr.in >= sizeof(rdma_ucm_init_qp_attr) &&
+                     out_len >= BURST_CTL_CM_QP_ATTR_BYTES;
+  if (ahead) {
+    req.cmd = BURST_CTL_CM_CMD_INIT_QP_ATTRS;
+    req.out_len = 4 * BURST_CTL_CM_QP_ATTR_BYTES;
+  }
+  const uint64_t epoch = qpa_before(hdr.cmd, body, hdr.in);
   Input input{req.in};
   if (int e = build_input(hdr, body, &input); e != 0) return e;
   req.in_len = input.in_len;
@@ -159,8 +169,19 @@ int relay_ex(int slot, const rdma_ucm_cmd_hdr& hdr, const uint8_t* body, uint8_t
     cm_note_dead(locked, resp.entries, resp.count);
   }
   if (locked >= 0) pthread_mutex_unlock(cm_events_mutex(locked));
+  qpa_after(hdr.cmd, body, hdr.in);
+  if (ahead && e == ENOSYS) {  // a burstd without it: never again
+    qpa_disable();
+    return relay_ex(slot, hdr, body, out, out_len, n);
+  }
   if (e != 0) return e;
+  if (ahead && resp.out_len <= sizeof(resp.out)) {
+    rdma_ucm_init_qp_attr q;
+    memcpy(&q, body, sizeof(q));
+    qpa_store(cm_channel_id(slot), q.id, epoch, resp.out, resp.out_len);
+  }
   *n = resp.out_len < out_len ? resp.out_len : out_len;
+  if (ahead && *n > BURST_CTL_CM_QP_ATTR_BYTES) *n = BURST_CTL_CM_QP_ATTR_BYTES;
   memcpy(out, resp.out, *n);
   return 0;
 }
@@ -194,8 +215,10 @@ bool cm_write(int fd, const void* buf, size_t count, ssize_t* ret) {
   } else if (hdr.cmd == RDMA_USER_CM_CMD_GET_EVENT) {
     if (response == 0 && out_len > 0) return errno = EFAULT, true;  // before an event is taken
     e = cm_take_event(slot, out, out_len, &n);
-  } else {
+  } else if (!qpa_answer(cm_channel_id(slot), hdr, body, out, out_len, &n)) {
     e = relay_ex(slot, hdr, body, out, out_len, &n);
+  } else {
+    e = 0;
   }
   if (e != 0) return errno = e, true;
   if (n > 0) {

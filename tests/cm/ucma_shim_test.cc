@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_cm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -226,6 +227,18 @@ class FakeBurstd {
       rdma_ucm_create_id_resp cr{77};
       memcpy(r.out, &cr, sizeof(cr));
       r.out_len = sizeof(cr);
+    } else if (req->cmd == BURST_CTL_CM_CMD_INIT_QP_ATTRS) {  // the state asked .. RTS
+      rdma_ucm_init_qp_attr q;
+      memcpy(&q, req->in, sizeof(q));
+      for (uint32_t st = q.qp_state; st <= 3 && r.out_len + sizeof(ib_uverbs_qp_attr) <= req->out_len;
+           ++st) {
+        ib_uverbs_qp_attr a{};
+        a.qp_state = st;
+        a.sq_psn = 1000 * st + q.id + qp_attr_round_;
+        memcpy(r.out + r.out_len, &a, sizeof(a));
+        r.out_len += sizeof(a);
+      }
+      ++qp_attr_round_;
     } else if (req->cmd == RDMA_USER_CM_CMD_DESTROY_ID) {
       rdma_ucm_destroy_id_resp dr{5};
       memcpy(r.out, &dr, sizeof(dr));
@@ -238,6 +251,7 @@ class FakeBurstd {
   }
 
   std::vector<int> push_fds_;
+  uint32_t qp_attr_round_ = 0;  // changes the INIT_QP_ATTRS answers each time
   uint64_t pushed_ = 0, consumed_ = 0;
   int acks_ = 0;
   std::string dir_, path_;
@@ -762,3 +776,49 @@ TEST(UcmaShimPush, BurstdGoneIsEnodev) {
 }
 
 }  // namespace
+
+// INIT_QP_ATTR asks burstd for the later states too (BURST_CTL_CM_CMD_INIT_QP_ATTRS);
+// they are answered without a round trip until a command that may change the id.
+TEST(UcmaShimPush, InitQpAttrAnswersTheLaterStatesAheadUntilTheIdChanges) {
+  FakeBurstd d;
+  d.push = true;
+  const int fd = open(BURST_RDMA_CM_PATH, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto attr = [&](uint32_t id, uint32_t state, ib_uverbs_qp_attr* a) {
+    rdma_ucm_init_qp_attr q{reinterpret_cast<uintptr_t>(a), id, state};
+    return ucma_write(fd, RDMA_USER_CM_CMD_INIT_QP_ATTR, q, sizeof(*a));
+  };
+  ib_uverbs_qp_attr a{};
+  ASSERT_GT(attr(7, 1, &a), 0);  // INIT: relayed, with RTR and RTS
+  EXPECT_EQ(a.qp_state, 1u);
+  EXPECT_EQ(a.sq_psn, 1007u);
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 1u);
+  EXPECT_EQ(commands_seen(d, RDMA_USER_CM_CMD_INIT_QP_ATTR), 0u);
+  for (uint32_t st : {1u, 2u, 3u}) {  // librdmacm's rdma_accept: INIT, RTR, RTS
+    a = {};
+    ASSERT_GT(attr(7, st, &a), 0);
+    EXPECT_EQ(a.qp_state, st);
+    EXPECT_EQ(a.sq_psn, 1000 * st + 7);
+  }
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 1u);  // no round trip
+  ASSERT_GT(attr(8, 2, &a), 0);  // another id: its own answers
+  EXPECT_EQ(a.sq_psn, 2009u);
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 2u);
+  uint8_t tos = 1;  // a command on id 7: its answers are forgotten, id 8's kept
+  rdma_ucm_set_option so{reinterpret_cast<uintptr_t>(&tos), 7, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS,
+                         sizeof(tos)};
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_SET_OPTION, so, 0), 0);
+  ASSERT_GT(attr(7, 3, &a), 0);
+  EXPECT_EQ(a.sq_psn, 3009u);  // burstd's new answer
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 3u);
+  ASSERT_GT(attr(8, 3, &a), 0);
+  EXPECT_EQ(a.sq_psn, 3009u);  // kept from its first answer
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 3u);
+  rdma_ucm_destroy_id_resp dr{};
+  rdma_ucm_destroy_id di{reinterpret_cast<uintptr_t>(&dr), 8, 0};
+  EXPECT_GT(ucma_write(fd, RDMA_USER_CM_CMD_DESTROY_ID, di, sizeof(dr)), 0);
+  ASSERT_GT(attr(8, 3, &a), 0);  // a destroyed id's answers are gone
+  EXPECT_EQ(commands_seen(d, BURST_CTL_CM_CMD_INIT_QP_ATTRS), 4u);
+  close(fd);
+  EXPECT_TRUE(wait_conns(d, 0));
+}
