@@ -112,8 +112,10 @@ struct burst_kmod_event {
 	__u64 handle; /* the CQ/QP/SRQ's user_handle, as its shadow was created (0 for PORT_ASYNC) */
 };
 
-/* Driver data (udata in) of the shadow create commands: which burstd object this shadows (its
- * user_handle in burstd, see above; equal to the command's own user_handle for CQ, QP and SRQ). */
+/*
+ * Driver data (udata in) of the shadow create commands: which burstd object this shadows (its
+ * user_handle in burstd, see above; equal to the command's own user_handle for CQ, QP and SRQ).
+ */
 struct burst_kmod_shadow_udata {
 	__u64 handle;
 };
