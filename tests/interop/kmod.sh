@@ -11,7 +11,7 @@
 #   insmod        burst.ko next to the guest's ib_core and ib_uverbs (rxe0 removed from A)
 #   register      burstd on A's eth0 (AF_XDP, kmod = on) registers burst0
 #   ibv_devices / ibv_devinfo / rdma_link   stock tools list burst0 with no environment
-#   ib_write_bw, ib_read_bw, ibv_rc_pingpong -c   burst0 (A) <-> rxe0 (B), both directions
+#   ib_write_bw, ib_read_bw, ibv_rc_pingpong -c -e   burst0 (A) <-> rxe0 (B), both directions
 #   zero_copy     while an application holds MRs, burstctl status reports them pinned (kmod-pin)
 #   app_kill      kill -9 of that application: the module's pins and mappings back to zero
 #   rmmod_busy    rmmod while burstd holds burst0 is refused
@@ -169,7 +169,9 @@ if ((REG)); then
   for dir in a2b b2a; do
     pair "ib_write_bw.$dir" $dir ib_write_bw -x 1 -F -m 1024 -s 65536 -n 200 --report_gbits -- 
     pair "ib_read_bw.$dir" $dir ib_read_bw -x 1 -F -m 1024 -s 65536 -n 200 --report_gbits --
-    pair "ibv_rc_pingpong.$dir" $dir ibv_rc_pingpong -g 1 -m 1024 -n 50 -c --
+    # -e: completions through the kernel's completion channel (on burst0: raised by burstd through
+    # the module on the CQ's shadow), as an event-driven application waits for them.
+    pair "ibv_rc_pingpong.$dir" $dir ibv_rc_pingpong -g 1 -m 1024 -n 50 -c -e --
   done
 else
   skip traffic "no burst0 registered: no ib_write_bw / ib_read_bw / ibv_rc_pingpong"

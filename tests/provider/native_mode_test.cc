@@ -5,7 +5,7 @@
 // `response`, the driver data naming the object), and detection refuses
 // burstctl run's /dev/full stand-in and anything that does not answer
 // GET_CONTEXT as the burst module does. The module's side is tested in the
-// guest (tests/interop/kmod_native.sh).
+// guest (tests/interop/kmod.sh, ctest interop.kmod).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <rdma/ib_user_verbs.h>
